@@ -1,0 +1,2 @@
+"""callbacks."""
+import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)

@@ -1,0 +1,2 @@
+"""datamodules."""
+import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)

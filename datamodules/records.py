@@ -1,0 +1,299 @@
+"""The canonical grounded-clip record (HowToGround1M / iGround, SPEC §2) and its file formats.
+
+One :class:`GroundedRecord` per clip. ``bboxes[i]`` / ``labels[i]`` describe the i-th frame of the
+clip's 5-fps annotation grid (:func:`annotation_grid`). Readers accept the project's JSON and the
+public pickle layouts (one pickle of all records, or a folder of per-key pickles); pickles only go
+through :mod:`datamodules.safe_pickle`. Every validation error names the file, the record key and
+the field.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from datamodules.safe_pickle import safe_load
+
+ANNOTATION_FPS = 5
+REQUIRED_FIELDS = (
+    "video_fname", "video_id", "clip_id", "fps", "clip_start_frame", "clip_end_frame",
+    "width", "height", "caption", "tagged_caption", "phrases", "bboxes", "labels",
+)
+PHRASE_TAG = re.compile(r"<p>\s*(.*?)\s*</p>", re.DOTALL)
+
+
+class RecordError(ValueError):
+    """An annotation record is malformed; the message names file, key and field."""
+
+
+def annotation_step(fps: float) -> int:
+    """Source-frame stride of the 5-fps annotation grid (at least 1)."""
+    return max(1, int(round(float(fps) / ANNOTATION_FPS)))
+
+
+def annotation_grid(fps: float, start: int, end: int) -> np.ndarray:
+    """Source-frame indices of the annotated frames: ``range(start, end + 1, round(fps / 5))``."""
+    return np.arange(int(start), int(end) + 1, annotation_step(fps), dtype=np.int64)
+
+
+def tagged_phrases(tagged_caption: str) -> list[str]:
+    """Phrases inside ``<p>…</p>`` in order of appearance (repeats kept)."""
+    return [m.strip() for m in PHRASE_TAG.findall(tagged_caption)]
+
+
+def strip_tags(tagged_caption: str) -> str:
+    """The plain caption: tags removed, whitespace collapsed."""
+    text = re.sub(r"</?p>", " ", tagged_caption).replace("[DET]", " ")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+@dataclass
+class GroundedRecord:
+    """One annotated clip. Boxes are pixel ``xyxy`` float32 arrays of shape ``(n, 4)`` per frame."""
+
+    video_fname: str
+    video_id: str
+    clip_id: str
+    fps: float
+    clip_start_frame: int
+    clip_end_frame: int
+    width: int
+    height: int
+    caption: str
+    tagged_caption: str
+    phrases: list[str]
+    bboxes: list[np.ndarray]
+    labels: list[list[str]]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.video_id}_{self.clip_id}"
+
+    @property
+    def frame_indices(self) -> np.ndarray:
+        """Source-frame index of each annotated frame (aligned with ``bboxes``)."""
+        return annotation_grid(self.fps, self.clip_start_frame, self.clip_end_frame)
+
+    def presence(self) -> np.ndarray:
+        """``(num_frames, num_phrases)`` bool: phrase j has a box in annotated frame i."""
+        index = {p: j for j, p in enumerate(self.phrases)}
+        out = np.zeros((len(self.labels), len(self.phrases)), dtype=bool)
+        for i, frame_labels in enumerate(self.labels):
+            for label in frame_labels:
+                out[i, index[label]] = True
+        return out
+
+    def phrase_boxes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Union box per (frame, phrase): ``boxes (F, P, 4)`` pixel xyxy and ``present (F, P)``.
+
+        Several instances of one phrase in a frame ("raw" iGround files) merge into their union,
+        which is what the "processed" files hold and what the model is trained on.
+        """
+        num_frames, num_phrases = len(self.bboxes), len(self.phrases)
+        boxes = np.zeros((num_frames, num_phrases, 4), dtype=np.float32)
+        present = np.zeros((num_frames, num_phrases), dtype=bool)
+        index = {p: j for j, p in enumerate(self.phrases)}
+        for i, (frame_boxes, frame_labels) in enumerate(zip(self.bboxes, self.labels)):
+            for box, label in zip(frame_boxes, frame_labels):
+                j = index[label]
+                if present[i, j]:
+                    boxes[i, j, :2] = np.minimum(boxes[i, j, :2], box[:2])
+                    boxes[i, j, 2:] = np.maximum(boxes[i, j, 2:], box[2:])
+                else:
+                    boxes[i, j] = box
+                    present[i, j] = True
+        return boxes, present
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (numpy arrays become lists)."""
+        out = {
+            "video_fname": self.video_fname, "video_id": self.video_id, "clip_id": self.clip_id,
+            "fps": self.fps, "clip_start_frame": self.clip_start_frame,
+            "clip_end_frame": self.clip_end_frame, "width": self.width, "height": self.height,
+            "caption": self.caption, "tagged_caption": self.tagged_caption,
+            "phrases": list(self.phrases),
+            "bboxes": [np.asarray(b, dtype=np.float64).reshape(-1, 4).round(3).tolist() for b in self.bboxes],
+            "labels": [list(l) for l in self.labels],
+        }
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], source: str = "<memory>", key: str | None = None,
+                  clip_boxes: bool = True) -> "GroundedRecord":
+        """Validate a raw record (JSON or unpickled) and build it; errors name source/key/field."""
+        where = f"{source}, record '{key if key is not None else raw.get('video_id', '?')}'"
+        if not isinstance(raw, Mapping):
+            raise RecordError(f"{where}: expected a dict, got {type(raw).__name__}")
+        missing = [f for f in REQUIRED_FIELDS if f not in raw]
+        if missing:
+            raise RecordError(f"{where}: missing field(s) {', '.join(missing)}")
+        where = f"{source}, record '{raw['video_id']}_{raw['clip_id']}'"
+
+        def number(name, kind):
+            value = raw[name]
+            if isinstance(value, np.generic):
+                value = value.item()
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise RecordError(f"{where}: field '{name}' must be a finite number, got {value!r}")
+            if kind is int and float(value) != int(value):
+                raise RecordError(f"{where}: field '{name}' must be an integer, got {value!r}")
+            return kind(value)
+
+        fps = number("fps", float)
+        start, end = number("clip_start_frame", int), number("clip_end_frame", int)
+        width, height = number("width", int), number("height", int)
+        if fps <= 0:
+            raise RecordError(f"{where}: field 'fps' must be positive, got {fps}")
+        if end < start or start < 0:
+            raise RecordError(f"{where}: fields 'clip_start_frame'..'clip_end_frame' = {start}..{end} is not a valid range")
+        if width <= 0 or height <= 0:
+            raise RecordError(f"{where}: fields 'width'/'height' must be positive, got {width}x{height}")
+        for name in ("video_fname", "caption", "tagged_caption"):
+            if not isinstance(raw[name], str):
+                raise RecordError(f"{where}: field '{name}' must be a string, got {type(raw[name]).__name__}")
+
+        phrases = [str(p) for p in _as_list(raw["phrases"], where, "phrases")]
+        if len(set(phrases)) != len(phrases):
+            raise RecordError(f"{where}: field 'phrases' has duplicates: {phrases}")
+        tagged = set(tagged_phrases(raw["tagged_caption"]))
+        for p in phrases:
+            if p.strip() not in tagged:
+                raise RecordError(f"{where}: field 'phrases': {p!r} does not appear as <p>{p}</p> in 'tagged_caption'")
+
+        bboxes_raw = _as_list(raw["bboxes"], where, "bboxes")
+        labels_raw = _as_list(raw["labels"], where, "labels")
+        grid_len = len(annotation_grid(fps, start, end))
+        if len(bboxes_raw) != len(labels_raw):
+            raise RecordError(f"{where}: fields 'bboxes' and 'labels' cover {len(bboxes_raw)} and {len(labels_raw)} frames")
+        if len(bboxes_raw) != grid_len:
+            raise RecordError(
+                f"{where}: field 'bboxes' covers {len(bboxes_raw)} frames but the 5-fps grid of frames "
+                f"{start}..{end} at {fps} fps has {grid_len}")
+        phrase_set = set(phrases)
+        limits = np.array([width, height, width, height], dtype=np.float64)
+        bboxes, labels = [], []
+        for i, (frame_boxes, frame_labels) in enumerate(zip(bboxes_raw, labels_raw)):
+            frame_labels = [str(l) for l in _as_list(frame_labels, where, f"labels[{i}]")]
+            try:
+                arr = np.asarray(frame_boxes if len(frame_boxes) else np.zeros((0, 4)), dtype=np.float64).reshape(-1, 4)
+            except (ValueError, TypeError) as err:
+                raise RecordError(f"{where}: field 'bboxes[{i}]' is not a list of [x1, y1, x2, y2] boxes ({err})") from None
+            if len(arr) != len(frame_labels):
+                raise RecordError(f"{where}: frame {i}: {len(arr)} boxes in 'bboxes[{i}]' but {len(frame_labels)} labels in 'labels[{i}]'")
+            unknown = [l for l in frame_labels if l not in phrase_set]
+            if unknown:
+                raise RecordError(f"{where}: field 'labels[{i}]' has label(s) {unknown} that are not in 'phrases'")
+            if not np.isfinite(arr).all():
+                raise RecordError(f"{where}: field 'bboxes[{i}]' has a non-finite coordinate")
+            if clip_boxes:
+                arr = np.clip(arr, 0.0, limits)
+            degenerate = (arr[:, 2] <= arr[:, 0]) | (arr[:, 3] <= arr[:, 1])
+            if degenerate.any():
+                raise RecordError(
+                    f"{where}: field 'bboxes[{i}]' has a degenerate box {arr[degenerate][0].tolist()} "
+                    f"(x2 <= x1 or y2 <= y1 after clipping to {width}x{height})")
+            bboxes.append(arr.astype(np.float32))
+            labels.append(frame_labels)
+        extra = {k: v for k, v in raw.items() if k not in REQUIRED_FIELDS}
+        return cls(
+            video_fname=raw["video_fname"], video_id=str(raw["video_id"]), clip_id=str(raw["clip_id"]),
+            fps=fps, clip_start_frame=start, clip_end_frame=end, width=width, height=height,
+            caption=raw["caption"], tagged_caption=raw["tagged_caption"], phrases=phrases,
+            bboxes=bboxes, labels=labels, extra=extra,
+        )
+
+
+def _as_list(value, where: str, name: str) -> list:
+    if isinstance(value, np.ndarray):
+        return list(value)
+    if not isinstance(value, (list, tuple)):
+        raise RecordError(f"{where}: field '{name}' must be a list, got {type(value).__name__}")
+    return list(value)
+
+
+# ---------------------------------------------------------------- readers and writers
+
+def _records_from_container(data, source: str) -> list[GroundedRecord]:
+    if isinstance(data, Mapping) and "records" in data and isinstance(data["records"], (list, tuple)):
+        data = data["records"]
+    if isinstance(data, Mapping):
+        if all(f in data for f in REQUIRED_FIELDS):  # a single record
+            return [GroundedRecord.from_dict(data, source)]
+        return [GroundedRecord.from_dict(v, source, key=str(k)) for k, v in data.items()]
+    if isinstance(data, (list, tuple)):
+        return [GroundedRecord.from_dict(v, source, key=f"#{i}") for i, v in enumerate(data)]
+    raise RecordError(f"{source}: expected a dict of records, a list of records or {{'records': [...]}}, got {type(data).__name__}")
+
+
+def read_records(path: str | Path) -> list[GroundedRecord]:
+    """Read records from the project's JSON, a pickle of all records, or a folder of per-key pickles/JSONs."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"annotation path {path} does not exist")
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in (".pkl", ".pickle", ".json"))
+        if not files:
+            raise RecordError(f"{path}: folder holds no .pkl/.pickle/.json annotation files")
+        records = []
+        for f in files:
+            records.extend(_records_from_container(_load_file(f), str(f)))
+        return records
+    return _records_from_container(_load_file(path), str(path))
+
+
+def _load_file(path: Path):
+    if path.suffix == ".json":
+        try:
+            with path.open() as f:
+                return json.load(f)
+        except json.JSONDecodeError as err:
+            raise RecordError(f"{path}: not valid JSON ({err})") from None
+    return safe_load(path)
+
+
+def write_records_json(records: Iterable[GroundedRecord], path: str | Path) -> Path:
+    """The project's safe format: ``{"records": [...]}``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w") as f:
+        json.dump({"records": [r.to_dict() for r in records]}, f)
+    tmp.replace(path)
+    return path
+
+
+def _pickle_dict(record: GroundedRecord, numpy_boxes: bool) -> dict:
+    d = record.to_dict()
+    if numpy_boxes:  # the public files hold numpy arrays for boxes
+        d["bboxes"] = [np.asarray(b, dtype=np.float32).reshape(-1, 4) for b in record.bboxes]
+    return d
+
+
+def write_records_pickle(records: Iterable[GroundedRecord], path: str | Path, numpy_boxes: bool = True) -> Path:
+    """Public layout: one pickle holding ``{key: record_dict}``."""
+    import pickle
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        pickle.dump({r.key: _pickle_dict(r, numpy_boxes) for r in records}, f)
+    return path
+
+
+def write_records_pickle_folder(records: Iterable[GroundedRecord], folder: str | Path, numpy_boxes: bool = True) -> Path:
+    """Public layout: one ``{video_id}_{clip_id}.pkl`` per record."""
+    import pickle
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for r in records:
+        with (folder / f"{r.key}.pkl").open("wb") as f:
+            pickle.dump(_pickle_dict(r, numpy_boxes), f)
+    return folder

@@ -1,0 +1,2 @@
+"""lightning_modules."""
+import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)

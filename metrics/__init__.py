@@ -1,0 +1,2 @@
+"""metrics."""
+import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)

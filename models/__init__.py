@@ -1,0 +1,2 @@
+"""models."""
+import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)

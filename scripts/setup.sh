@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Idempotent setup on a bare Debian machine: .venv with the pinned requirements, the Debian
+# packages the metrics need (Java for METEOR, WordNet 3.0), and NLTK's WordNet folder under data/.
+# A second run only checks stamps and takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements.txt | cut -c1-64)
+if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+  # torch first, on its own: a package that depends on torch must not pull the registry's CUDA build.
+  .venv/bin/pip install --disable-pip-version-check -q "$(grep -E '^torch==' requirements.txt)"
+  .venv/bin/pip install --disable-pip-version-check -q -r requirements.txt
+  echo "$want" > "$stamp"
+fi
+
+# Debian packages, only when missing.
+need=()
+command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+[ -f /usr/share/wordnet/data.noun ] || need+=(wordnet-base)
+[ -f /usr/share/wordnet/index.sense ] || need+=(wordnet-sense-index)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing Debian packages: ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# NLTK reads WordNet from <dir>/corpora/wordnet/, and needs a 'lexnames' file Debian does not
+# ship: its rows (number, name, syntactic category) are rebuilt from the lexnames(5WN) man page.
+wn=data/nltk_data/corpora/wordnet
+if [ ! -f "$wn/lexnames" ]; then
+  mkdir -p "$wn"
+  find /usr/share/wordnet -maxdepth 1 -type f -exec cp {} "$wn/" \;
+  zcat /usr/share/man/man5/lexnames.5WN.gz | awk -F'\t' '
+    /^[0-9][0-9]\t/ { gsub(/ +$/, "", $2); split($2, p, ".");
+      c = (p[1] == "noun") ? 1 : (p[1] == "verb") ? 2 : (p[1] == "adj") ? 3 : 4;
+      print $1 "\t" $2 "\t" c }' > "$wn/lexnames.tmp"
+  mv "$wn/lexnames.tmp" "$wn/lexnames"
+fi
+echo "setup: ready (.venv, Java, WordNet at $wn)"

@@ -1,2 +1,5 @@
-"""callbacks."""
+"""Lightning callbacks: evaluation, prediction writing, data-health reporting."""
 import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)
+
+from callbacks.prediction_writer import PredictionWriter  # noqa: E402,F401
+from callbacks.skipped_videos import SkippedVideoReport  # noqa: E402,F401

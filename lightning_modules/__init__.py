@@ -1,2 +1,2 @@
-"""lightning_modules."""
+"""LightningModules: training and evaluation logic, no architecture."""
 import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)

@@ -1,0 +1,53 @@
+"""A sampler that tells the dataset which epoch it is in.
+
+Training draws depend on (seed, epoch, index). DataLoader workers hold copies of the dataset, so
+an epoch counter set on the dataset in the main process would not reach them (persistent
+workers). Instead the sampler yields ``(index, epoch)`` pairs: Lightning calls ``set_epoch`` on
+it every epoch, and the pairs travel to whichever worker loads them. It also shards across
+processes itself (padding with repeats like ``DistributedSampler``), so configs set
+``trainer.use_distributed_sampler: false``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import Sampler
+
+
+class EpochIndexSampler(Sampler):
+    def __init__(self, num_samples: int, shuffle: bool, seed: int = 0,
+                 num_replicas: int | None = None, rank: int | None = None):
+        self.num_samples_total = int(num_samples)
+        self.shuffle = shuffle
+        self.seed = int(seed)
+        self.epoch = 0
+        if num_replicas is None:
+            num_replicas = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+        if rank is None:
+            rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+        self.num_replicas, self.rank = int(num_replicas), int(rank)
+        self.per_replica = math.ceil(self.num_samples_total / self.num_replicas) if self.num_samples_total else 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return self.per_replica
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        n = self.num_samples_total
+        if n == 0:
+            return iter(())
+        if self.shuffle:
+            g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+            order = torch.randperm(n, generator=g)
+        else:
+            order = torch.arange(n)
+        total = self.per_replica * self.num_replicas
+        if total > n:  # pad with repeats so every process gets the same count
+            order = torch.cat([order, order[: total - n].repeat(math.ceil((total - n) / n))[: total - n]])
+        mine = order[self.rank:total:self.num_replicas].tolist()
+        return iter([(i, self.epoch) for i in mine])

@@ -1,0 +1,152 @@
+"""LightningDataModules for grounded clips: any annotation files + a video root, or the synthetic set."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from torch.utils.data import DataLoader
+
+from core.paths import DATA_DIR
+from datamodules.epoch_sampler import EpochIndexSampler
+from datamodules.grounded_dataset import ON_ERROR, GroundedClipDataset, GroundedCollate
+from datamodules.records import read_records
+
+
+def require_path(value: str | None, key: str, section: str, what: str) -> Path:
+    """A data or checkpoint path from a config, or an error naming the key and the README section."""
+    if value is None or not Path(value).exists():
+        raise FileNotFoundError(
+            f"{key}: {what} not found at {value!r}. See the README section '{section}' for how to "
+            f"obtain it, then set {key} in your config or on the command line (--{key}=...)")
+    return Path(value)
+
+
+class GroundedVideoDataModule(L.LightningDataModule):
+    """Grounded clips from annotation files (JSON / pickle / per-key pickle folder) and a video root.
+
+    Args:
+        train_annotations / val_annotations / test_annotations: annotation paths (None = no split).
+        video_root: folder the records' ``video_fname`` is relative to (videos or frame folders).
+        num_frames: T, frames per sample (and per inference window).
+        global_image_size / global_resize: CLIP input size and resize mode.
+        grounding_image_size: SAM input size (longest side, padded square).
+        eval_all_frames: evaluation samples hold every annotated frame (for dense grounding).
+        on_corrupt: ``skip`` (count and report) or ``raise`` for missing/corrupt videos.
+        prompter: the model's text prompter; linked from the model by the CLI, not configured here.
+        readme_section: which README section to cite when a path is missing.
+    """
+
+    def __init__(
+        self,
+        train_annotations: str | None = None,
+        val_annotations: str | None = None,
+        test_annotations: str | None = None,
+        video_root: str | None = None,
+        num_frames: int = 8,
+        batch_size: int = 8,
+        eval_batch_size: int | None = None,
+        num_workers: int = 2,
+        global_image_size: int = 336,
+        global_resize: str = "squash",
+        grounding_image_size: int = 512,
+        eval_all_frames: bool = True,
+        max_redraws: int = 10,
+        seed: int = 0,
+        on_corrupt: str = "skip",
+        prompter: Any = None,
+        readme_section: str = "Datasets",
+    ):
+        super().__init__()
+        if on_corrupt not in ON_ERROR:
+            raise ValueError(f"data.on_corrupt must be one of {ON_ERROR}, got {on_corrupt!r}")
+        self.save_hyperparameters(ignore=["prompter"])
+        self.prompter = prompter
+        self.datasets: dict[str, GroundedClipDataset] = {}
+
+    # paths are properties so that subclasses (synthetic data) can fill them in prepare_data
+    def annotation_path(self, split: str) -> str | None:
+        return getattr(self.hparams, f"{split}_annotations")
+
+    def resolved_video_root(self) -> str | None:
+        return self.hparams.video_root
+
+    def make_dataset(self, split: str) -> GroundedClipDataset:
+        hp = self.hparams
+        ann = require_path(self.annotation_path(split), f"data.init_args.{split}_annotations",
+                           hp.readme_section, f"{split} annotations")
+        root = require_path(self.resolved_video_root(), "data.init_args.video_root", hp.readme_section, "video root")
+        return GroundedClipDataset(
+            read_records(ann), root, num_frames=hp.num_frames, train=split == "train",
+            all_frames=hp.eval_all_frames, seed=hp.seed, max_redraws=hp.max_redraws,
+            global_image_size=hp.global_image_size, global_resize=hp.global_resize,
+            grounding_image_size=hp.grounding_image_size, on_error=hp.on_corrupt,
+        )
+
+    def setup(self, stage: str | None = None) -> None:
+        splits = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("test",)}
+        for split in splits.get(stage, ("train", "val", "test")):
+            if split not in self.datasets and (split == "train" or self.annotation_path(split) is not None):
+                self.datasets[split] = self.make_dataset(split)
+
+    def _loader(self, split: str, train: bool) -> DataLoader:
+        hp = self.hparams
+        dataset = self.datasets[split]
+        batch_size = hp.batch_size if train else (hp.eval_batch_size or hp.batch_size)
+        return DataLoader(
+            dataset,
+            batch_size=batch_size,
+            sampler=EpochIndexSampler(len(dataset), shuffle=train, seed=hp.seed),
+            num_workers=hp.num_workers,
+            collate_fn=GroundedCollate(self.prompter, train=train, seed=hp.seed),
+            persistent_workers=hp.num_workers > 0,
+            drop_last=False,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", train=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val", train=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", train=False)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._loader("test", train=False)
+
+
+class SyntheticGroundedDataModule(GroundedVideoDataModule):
+    """The built-in synthetic dataset: generated into ``root`` on first use, reused afterwards."""
+
+    def __init__(
+        self,
+        root: str = str(DATA_DIR / "synthetic"),
+        num_train: int = 2000,
+        num_val: int = 200,
+        num_test: int = 200,
+        synthetic_seed: int = 0,
+        generation_workers: int = 2,
+        frame_size: int = 128,
+        duration_s: float = 8.0,
+        fps: float = 25.0,
+        **kwargs,
+    ):
+        super().__init__(readme_section="Synthetic data", **kwargs)
+        self.root = Path(root)
+
+    def prepare_data(self) -> None:
+        from datamodules.synthetic import generate_synthetic_dataset
+
+        hp = self.hparams
+        generate_synthetic_dataset(
+            self.root, num_train=hp.num_train, num_val=hp.num_val, num_test=hp.num_test,
+            seed=hp.synthetic_seed, workers=hp.generation_workers, frame_size=hp.frame_size,
+            duration_s=hp.duration_s, fps=hp.fps,
+        )
+
+    def annotation_path(self, split: str) -> str | None:
+        return str(self.root / "annotations" / f"{split}.json")
+
+    def resolved_video_root(self) -> str | None:
+        return str(self.root / "videos")

@@ -1,0 +1,73 @@
+"""Frame preprocessing for the two encoders, batched over a clip's frames.
+
+Global encoder (CLIP): resize to a square ``image_size`` (``squash``, ``center_crop`` or ``pad``)
+and normalise with CLIP's mean/std. Grounding encoder (SAM): resize the longest side to
+``image_size``, normalise with SAM's pixel mean/std, pad bottom-right to a square, as SAM does.
+Boxes stay normalised to the source frame, so neither transform changes the targets.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+SAM_MEAN = (123.675, 116.28, 103.53)  # on 0..255 pixels
+SAM_STD = (58.395, 57.12, 57.375)
+RESIZE_MODES = ("squash", "center_crop", "pad")
+
+
+def _to_tensor(frames: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """(N, H, W, 3) uint8 -> (N, 3, H, W) float32 in 0..255."""
+    t = torch.as_tensor(frames)
+    if t.ndim != 4 or t.shape[-1] != 3:
+        raise ValueError(f"expected frames of shape (N, H, W, 3), got {tuple(t.shape)}")
+    return t.permute(0, 3, 1, 2).float()
+
+
+def _resize(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    if tuple(x.shape[-2:]) == tuple(size):
+        return x
+    return F.interpolate(x, size=size, mode="bilinear", align_corners=False, antialias=True)
+
+
+def preprocess_global(frames, image_size: int, mode: str = "squash") -> torch.Tensor:
+    """Frames for the global (CLIP) encoder: (N, 3, image_size, image_size), CLIP-normalised."""
+    if mode not in RESIZE_MODES:
+        raise ValueError(f"global resize mode must be one of {RESIZE_MODES}, got {mode!r}")
+    x = _to_tensor(frames)
+    h, w = x.shape[-2:]
+    if mode == "squash":
+        x = _resize(x, (image_size, image_size))
+    elif mode == "center_crop":
+        scale = image_size / min(h, w)
+        nh, nw = max(image_size, round(h * scale)), max(image_size, round(w * scale))
+        x = _resize(x, (nh, nw))
+        top, left = (nh - image_size) // 2, (nw - image_size) // 2
+        x = x[..., top:top + image_size, left:left + image_size]
+    else:
+        x = _pad_square(_resize_longest(x, image_size), image_size, value=0.0)
+    mean = torch.tensor(CLIP_MEAN).view(1, 3, 1, 1) * 255.0
+    std = torch.tensor(CLIP_STD).view(1, 3, 1, 1) * 255.0
+    return ((x - mean) / std).contiguous()
+
+
+def _resize_longest(x: torch.Tensor, image_size: int) -> torch.Tensor:
+    h, w = x.shape[-2:]
+    scale = image_size / max(h, w)
+    return _resize(x, (max(1, int(h * scale + 0.5)), max(1, int(w * scale + 0.5))))
+
+
+def _pad_square(x: torch.Tensor, image_size: int, value: float) -> torch.Tensor:
+    h, w = x.shape[-2:]
+    return F.pad(x, (0, image_size - w, 0, image_size - h), value=value)
+
+
+def preprocess_grounding(frames, image_size: int) -> torch.Tensor:
+    """Frames for the grounding (SAM) encoder: longest side to ``image_size``, SAM-normalised, padded."""
+    x = _resize_longest(_to_tensor(frames), image_size)
+    mean = torch.tensor(SAM_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(SAM_STD).view(1, 3, 1, 1)
+    # Pad after normalising, with zeros, exactly as SAM's preprocess does.
+    return _pad_square((x - mean) / std, image_size, value=0.0).contiguous()

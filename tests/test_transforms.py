@@ -1,0 +1,36 @@
+"""Frame preprocessing for the two encoders."""
+import numpy as np
+import torch
+
+from datamodules.transforms import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
+
+
+def _frames(h, w, value=(200, 100, 50)):
+    f = np.zeros((2, h, w, 3), dtype=np.uint8)
+    f[...] = value
+    return f
+
+
+def test_grounding_resizes_longest_side_and_pads_bottom_right():
+    x = preprocess_grounding(_frames(60, 120), 64)
+    assert x.shape == (2, 3, 64, 64)
+    expected = (torch.tensor([200.0, 100.0, 50.0]) - torch.tensor(SAM_MEAN)) / torch.tensor(SAM_STD)
+    assert torch.allclose(x[0, :, :32, :].mean(dim=(1, 2)), expected, atol=1e-4)  # content rows
+    assert torch.all(x[:, :, 32:, :] == 0)  # padding rows below the content
+
+
+def test_global_modes_shapes_and_normalisation():
+    frames = _frames(60, 120)
+    for mode in ("squash", "center_crop", "pad"):
+        x = preprocess_global(frames, 32, mode)
+        assert x.shape == (2, 3, 32, 32)
+    x = preprocess_global(frames, 32, "squash")
+    expected = (torch.tensor([200.0, 100.0, 50.0]) / 255 - torch.tensor(CLIP_MEAN)) / torch.tensor(CLIP_STD)
+    assert torch.allclose(x.mean(dim=(0, 2, 3)), expected, atol=1e-3)
+
+
+def test_center_crop_keeps_the_middle():
+    f = np.zeros((1, 40, 120, 3), dtype=np.uint8)
+    f[:, :, :40] = 255  # left third white: cropped away by a centre crop
+    x = preprocess_global(f, 40, "center_crop")
+    assert x.max() < 0  # only black remains (negative after normalisation)

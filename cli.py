@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility: must precede lightning)
 
-import sys  # noqa: E402
-
 from lightning.pytorch.cli import LightningCLI  # noqa: E402
 
 import callbacks  # noqa: E402,F401  (registers the project's classes for short names)
@@ -40,4 +38,4 @@ def cli_main(args: list[str] | None = None, run: bool = True) -> GroveCLI:
 
 
 if __name__ == "__main__":
-    cli_main(sys.argv[1:] if len(sys.argv) > 1 else None)
+    cli_main()

@@ -1,2 +1,4 @@
 """Formats, video decoding, sampling and DataModules."""
 import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)
+
+from datamodules.grounded_datamodule import GroundedVideoDataModule, SyntheticGroundedDataModule  # noqa: E402,F401

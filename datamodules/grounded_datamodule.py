@@ -28,6 +28,8 @@ class GroundedVideoDataModule(L.LightningDataModule):
     Args:
         train_annotations / val_annotations / test_annotations: annotation paths (None = no split).
         video_root: folder the records' ``video_fname`` is relative to (videos or frame folders).
+        val_video_root / test_video_root: other roots for those splits (e.g. pre-train on
+            HowToGround1M, validate on iGround); default ``video_root``.
         num_frames: T, frames per sample (and per inference window).
         global_image_size / global_resize: CLIP input size and resize mode.
         grounding_image_size: SAM input size (longest side, padded square).
@@ -43,6 +45,8 @@ class GroundedVideoDataModule(L.LightningDataModule):
         val_annotations: str | None = None,
         test_annotations: str | None = None,
         video_root: str | None = None,
+        val_video_root: str | None = None,
+        test_video_root: str | None = None,
         num_frames: int = 8,
         batch_size: int = 8,
         eval_batch_size: int | None = None,
@@ -60,22 +64,24 @@ class GroundedVideoDataModule(L.LightningDataModule):
         super().__init__()
         if on_corrupt not in ON_ERROR:
             raise ValueError(f"data.on_corrupt must be one of {ON_ERROR}, got {on_corrupt!r}")
-        self.save_hyperparameters(ignore=["prompter"])
+        self.save_hyperparameters(ignore=["prompter", "readme_section"])
         self.prompter = prompter
+        self.readme_section = readme_section
         self.datasets: dict[str, GroundedClipDataset] = {}
 
     # paths are properties so that subclasses (synthetic data) can fill them in prepare_data
     def annotation_path(self, split: str) -> str | None:
         return getattr(self.hparams, f"{split}_annotations")
 
-    def resolved_video_root(self) -> str | None:
-        return self.hparams.video_root
+    def resolved_video_root(self, split: str) -> str | None:
+        return getattr(self.hparams, f"{split}_video_root", None) or self.hparams.video_root
 
     def make_dataset(self, split: str) -> GroundedClipDataset:
         hp = self.hparams
         ann = require_path(self.annotation_path(split), f"data.init_args.{split}_annotations",
-                           hp.readme_section, f"{split} annotations")
-        root = require_path(self.resolved_video_root(), "data.init_args.video_root", hp.readme_section, "video root")
+                           self.readme_section, f"{split} annotations")
+        key = "video_root" if not getattr(hp, f"{split}_video_root", None) else f"{split}_video_root"
+        root = require_path(self.resolved_video_root(split), f"data.init_args.{key}", self.readme_section, "video root")
         return GroundedClipDataset(
             read_records(ann), root, num_frames=hp.num_frames, train=split == "train",
             all_frames=hp.eval_all_frames, seed=hp.seed, max_redraws=hp.max_redraws,
@@ -148,5 +154,5 @@ class SyntheticGroundedDataModule(GroundedVideoDataModule):
     def annotation_path(self, split: str) -> str | None:
         return str(self.root / "annotations" / f"{split}.json")
 
-    def resolved_video_root(self) -> str | None:
+    def resolved_video_root(self, split: str) -> str | None:
         return str(self.root / "videos")

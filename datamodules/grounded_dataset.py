@@ -23,7 +23,7 @@ import torch
 from torch.utils.data import Dataset
 
 from core.box_ops import normalize_boxes, xyxy_to_cxcywh
-from datamodules.records import GroundedRecord
+from datamodules.records import GroundedRecord, tagged_phrases
 from datamodules.sampling import centre_frames, sample_rng, sample_segment_frames
 from datamodules.transforms import preprocess_global, preprocess_grounding
 from datamodules.video import VideoDecodeError, open_video
@@ -100,6 +100,13 @@ class GroundedClipDataset(Dataset):
         with open_video(self.video_root, record.video_fname) as video:
             frames = video.read_frames(source_frames.tolist())
         boxes_px, present = record.phrase_boxes()
+        # Slots follow the tagged phrases in caption order (repeats included): the k-th [DET] of
+        # the target belongs to the k-th tagged phrase.
+        slot_phrases = tagged_phrases(record.tagged_caption)
+        index = {p: j for j, p in enumerate(record.phrases)}
+        slots = np.array([index.get(p, -1) for p in slot_phrases], dtype=np.int64)
+        boxes_px = np.where((slots >= 0)[None, :, None], boxes_px[:, np.maximum(slots, 0)], 0.0).astype(np.float32)
+        present = present[:, np.maximum(slots, 0)] & (slots >= 0)[None, :]
         boxes = xyxy_to_cxcywh(normalize_boxes(torch.from_numpy(boxes_px[positions]), record.width, record.height))
         present_t = torch.from_numpy(present[positions])
         return {
@@ -109,7 +116,7 @@ class GroundedClipDataset(Dataset):
             "grounding_frames": preprocess_grounding(frames, self.grounding_image_size),
             "boxes": boxes * present_t.unsqueeze(-1),
             "present": present_t,
-            "phrases": list(record.phrases),
+            "phrases": slot_phrases,
             "tagged_caption": record.tagged_caption,
             "caption": record.caption,
             "frame_indices": torch.from_numpy(source_frames.astype(np.int64)),

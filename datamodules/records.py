@@ -118,7 +118,7 @@ class GroundedRecord:
             "clip_end_frame": self.clip_end_frame, "width": self.width, "height": self.height,
             "caption": self.caption, "tagged_caption": self.tagged_caption,
             "phrases": list(self.phrases),
-            "bboxes": [np.asarray(b, dtype=np.float64).reshape(-1, 4).round(3).tolist() for b in self.bboxes],
+            "bboxes": [np.asarray(b, dtype=np.float64).reshape(-1, 4).tolist() for b in self.bboxes],
             "labels": [list(l) for l in self.labels],
         }
         out.update(self.extra)

@@ -13,6 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterator, Protocol, Sequence
 
+import av
 import numpy as np
 
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv")
@@ -20,7 +21,7 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 # Requests this many frames past the last decodable one are still served by the last frame
 # (container frame counts can be off by one); anything further means a broken file.
 _END_TOLERANCE = 2
-# Keyframe gap assumed (in seconds) until the decoder has seen two keyframes.
+# Keyframe gap assumed (in seconds) while neither the index nor decoding has shown one.
 _DEFAULT_GAP_S = 2.0
 
 
@@ -56,8 +57,6 @@ class PyAVVideoSource:
     """A video file decoded with PyAV (FFmpeg), reading frames by index with keyframe seeking."""
 
     def __init__(self, path: str | Path):
-        import av
-
         self.path = Path(path)
         try:
             self._container = av.open(str(self.path))
@@ -75,7 +74,8 @@ class PyAVVideoSource:
         self._time_base = Fraction(self._stream.time_base)
         self._start_pts = self._stream.start_time
         self._num_frames: int | None = None
-        self._gap_seen = 0  # largest distance between consecutive keyframes seen so far
+        self._gap_seen = 0  # largest keyframe distance known so far (a lower bound of the true one)
+        self._keyframes: np.ndarray | None | bool = False  # False: not looked up yet
 
     # ------------------------------------------------------------------ properties
     @property
@@ -92,17 +92,35 @@ class PyAVVideoSource:
 
     @property
     def num_frames(self) -> int:
-        """Frame count from the container header, or by demuxing (no decoding) when it has none."""
+        """Frame count from the container header, or by demuxing (no decoding) when it has none.
+
+        A demuxed count well short of what the header's duration implies means a truncated file
+        (Matroska/WebM headers keep the duration but not the frame count).
+        """
         if self._num_frames is None:
             count = int(self._stream.frames or 0)
             if count <= 0:
                 count = self._count_packets()
+                implied = self._frames_from_duration()
+                if implied is not None and count < implied - max(_END_TOLERANCE, 0.02 * implied):
+                    raise VideoDecodeError(
+                        f"{self.path}: the header's duration implies {implied} frames but only {count} "
+                        "could be demuxed (truncated file?)")
             self._num_frames = count
         return self._num_frames
 
-    def _count_packets(self) -> int:
-        import av
+    def _frames_from_duration(self) -> int | None:
+        """Frames implied by the header duration (container durations may include the start offset)."""
+        start_s = float((self._start_pts or 0) * self._time_base)
+        if self._stream.duration:
+            seconds = float(self._stream.duration * self._time_base)
+        elif self._container.duration:
+            seconds = self._container.duration / 1_000_000 - start_s
+        else:
+            return None
+        return int(round(seconds * float(self._rate)))
 
+    def _count_packets(self) -> int:
         try:
             self._container.seek(0)
             count = sum(1 for p in self._container.demux(self._stream) if p.size > 0)
@@ -117,10 +135,36 @@ class PyAVVideoSource:
     def _pts_of(self, index: int) -> int:
         return (self._start_pts or 0) + int(Fraction(index) / self._rate / self._time_base)
 
-    def _gap_estimate(self, since_key: int) -> int:
-        """Frames between keyframes: seeking only pays off when the target is farther than this."""
-        known = self._gap_seen or int(round(_DEFAULT_GAP_S * float(self._rate)))
-        return max(known, since_key, 1)
+    def _keyframe_positions(self) -> np.ndarray | None:
+        """Frame indices of all keyframes when the demuxer's index lists every frame (MP4), else None.
+
+        Index timestamps are decode times; counted from the first (key)frame they give exact
+        positions for closed GOPs. A wrong guess here only costs speed: seeking re-checks where it lands.
+        """
+        if self._keyframes is False:
+            self._keyframes = None
+            try:
+                entries = self._stream.index_entries
+                if len(entries) >= self.num_frames > 0 and entries[0].is_keyframe:
+                    first = entries[0].timestamp
+                    stamps = np.array([e.timestamp - first for e in entries if e.is_keyframe], dtype=np.float64)
+                    self._keyframes = np.unique(np.round(stamps * float(self._time_base * self._rate)).astype(np.int64))
+            except (AttributeError, av.FFmpegError):
+                pass
+        return self._keyframes
+
+    def _should_seek(self, target: int, pos: int | None, last_key: int | None) -> bool:
+        """Seek only when a keyframe lies in ``(pos, target]``: decoding on from ``pos`` is cheaper otherwise."""
+        if pos is None:
+            return True
+        keyframes = self._keyframe_positions()
+        if keyframes is not None:
+            before = np.searchsorted(keyframes, target, side="right") - 1
+            return before >= 0 and keyframes[before] > pos
+        if self._gap_seen and last_key is not None:  # the next keyframe is at most one gap after the last
+            return last_key + self._gap_seen <= target
+        run = pos - last_key if last_key is not None else 0  # no keyframe seen for this long
+        return target - pos > max(run, int(round(_DEFAULT_GAP_S * float(self._rate))))
 
     def _decode_from(self, target: int) -> Iterator[tuple[int, "object"]]:
         """Seek to a keyframe at or before ``target`` and yield ``(index, frame)`` from there.
@@ -155,37 +199,38 @@ class PyAVVideoSource:
         Indices past the end are served by the last frame (annotations sometimes reach one frame
         past it). Only the GOPs holding wanted frames are decoded.
         """
-        import av
-
         requested, wanted = _wanted_frames(indices, self.num_frames, str(self.path))
         if wanted.size == 0:
             return np.zeros((0, self.height, self.width, 3), dtype=np.uint8)
         got: dict[int, np.ndarray] = {}
         frames_iter = None
         pos = last_key = None  # last decoded index and last keyframe index of the current run
-        last_frame = last_index = pursuing = None
+        last_frame = last_index = pursuing = seek_from = None
         w = 0
         try:
             while w < len(wanted):
                 target = int(wanted[w])
                 if target != pursuing:  # decide once per target: decode on, or seek ahead
                     pursuing = target
-                    since_key = pos - last_key if pos is not None and last_key is not None else 0
-                    if pos is None or target - pos > self._gap_estimate(since_key):
+                    if self._should_seek(target, pos, last_key):
                         frames_iter = self._decode_from(target)
-                        pos = last_key = None
+                        seek_from, pos, last_key = pos, None, None
                 item = next(frames_iter, None)
                 if item is None:  # end of stream before the target
                     if last_frame is None or target - last_index > _END_TOLERANCE:
-                        reached = "no frame" if last_index is None else f"frame {last_index}"
+                        reached = "none" if last_index is None else f"frame {last_index}"
                         raise VideoDecodeError(
-                            f"{self.path}: decoding ended at {reached} but frame {target} of "
-                            f"{self.num_frames} was requested (truncated or corrupt file?)")
+                            f"{self.path}: the stream ends before frame {target} of the {self.num_frames} "
+                            f"its header declares (last decoded: {reached}); truncated or corrupt file?")
                     while w < len(wanted):
                         got[int(wanted[w])] = last_frame
                         w += 1
                     break
                 index, frame = item
+                if pos is None and seek_from is not None and index <= seek_from:
+                    # the seek fell back to a keyframe already passed, so gaps are longer than
+                    # thought: grow the estimate geometrically to bound such wasted seeks
+                    self._gap_seen = max(2 * self._gap_seen, target - index + 1)
                 if frame.key_frame:
                     if last_key is not None and index > last_key:
                         self._gap_seen = max(self._gap_seen, index - last_key)
@@ -203,8 +248,6 @@ class PyAVVideoSource:
 
     def read_all(self) -> np.ndarray:
         """Every frame in presentation order, ``(N, H, W, 3)`` uint8 RGB (for baselines and tests)."""
-        import av
-
         try:
             self._container.seek(0)
             frames = [f.to_ndarray(format="rgb24") for f in self._container.decode(self._stream)]
@@ -334,8 +377,6 @@ def write_video(path: str | Path, frames: np.ndarray, fps: float, crf: int = 17,
     second so reading a few frames seeks cheaply. Written to a temporary name and renamed, so an
     interrupted write never leaves a file that looks complete.
     """
-    import av
-
     frames = np.asarray(frames)
     if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8 or len(frames) == 0:
         raise ValueError(f"{path}: frames must be a non-empty (N, H, W, 3) uint8 array, got {frames.shape} {frames.dtype}")

@@ -1,7 +1,6 @@
 """GroveModule: training and evaluation logic for GROVE. The architecture lives in models/."""
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import lightning as L
@@ -12,6 +11,7 @@ from core.box_ops import box_iou_pairwise, cxcywh_to_xyxy, denormalize_boxes
 from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
 from models.grove import Grove
 from models.loss import GroveLoss
+from models.prompting import format_target
 
 # Evaluation settings: excluded from the saved hyper-parameters, so that with --ckpt_path the
 # command line decides them rather than the checkpoint.
@@ -80,54 +80,45 @@ class GroveModule(L.LightningModule):
         self.criterion = GroveLoss(ce_weight, giou_weight, l1_weight, objectness_weight,
                                    use_objectness=decoder.use_objectness)
         self.prompter = self.model.make_prompter(sample_question=sample_question)
+        self.model.prompter = self.prompter  # one prompter for training, generation and the data pipeline
         self.apply_freezing()
 
     # ------------------------------------------------------------------ parameters
-    def trainable_groups(self) -> dict[str, bool]:
+    def trainable_groups(self) -> list[str]:
+        """Parameter groups of :meth:`models.grove.Grove.parameter_groups` that train under this config."""
         hp = self.hparams
-        m = self.model
-        return {
-            "global_encoder.backbone": hp.train_global_backbone,
-            "global_encoder.adapters": hp.train_adapters,
-            "global_encoder.projector": hp.train_vl,
-            "grounding_encoder.backbone": hp.train_grounding_backbone,
-            "grounding_encoder.adapters": hp.train_adapters,
-            "language_model": hp.train_llm,
+        flags = {
+            "global_backbone": hp.train_global_backbone,
+            "global_adapters": hp.train_adapters,
+            "vision_projector": hp.train_vl,
+            "grounding_backbone": hp.train_grounding_backbone,
+            "grounding_pos_embed": hp.train_pos_embed,
+            "grounding_adapters": hp.train_adapters,
+            "llm_blocks": hp.train_llm,
+            # the new tokens' rows live in the input embeddings and the output layer
+            "llm_embeddings": True,
+            "llm_lora": True,
             "query_projector": hp.train_lq,
             "box_decoder": hp.train_decoder,
-            "box_head": True,
-            "objectness_head": m.objectness_head is not None,
+            "heads": True,
         }
+        return [group for group, on in flags.items() if on]
 
     def apply_freezing(self) -> None:
-        """Set requires_grad per the config; frozen parts also run in eval mode (dropout off)."""
-        m = self.model
-        groups = self.trainable_groups()
-        for name, trainable in groups.items():
-            module = getattr(m, name.split(".")[0])
-            for part in name.split(".")[1:]:
-                module = getattr(module, part)
-            if module is not None:
-                module.requires_grad_(bool(trainable))
-        # Always trainable in GROVE, even with a frozen LLM: the new tokens' rows live in the input
-        # embeddings and output layer; the interpolated SAM positional embedding is fine-tuned.
-        lm = m.language_model
-        lm.get_input_embeddings().weight.requires_grad_(True)
-        lm.get_output_embeddings().weight.requires_grad_(True)
-        pos = m.grounding_encoder.pos_embed_parameter()
-        if pos is not None:
-            pos.requires_grad_(bool(self.hparams.train_pos_embed) or bool(self.hparams.train_grounding_backbone))
+        """requires_grad per the config (frozen parts get no gradient and never change)."""
+        self.trainable_counts = self.model.configure_trainable(self.trainable_groups())
 
     def configure_optimizers(self):
         params = [p for p in self.parameters() if p.requires_grad]
         optimizer = self.optimizer_factory(params)
         if self.lr_scheduler_factory is None:
             return optimizer
-        kwargs = {}
-        target = getattr(self.lr_scheduler_factory, "func", self.lr_scheduler_factory)
-        if "total_steps" in inspect.signature(target).parameters:
-            kwargs["total_steps"] = int(self.trainer.estimated_stepping_batches)
-        scheduler = self.lr_scheduler_factory(optimizer, **kwargs)
+        try:  # schedules that need the run length (WarmupLinearDecay) get it from the trainer
+            scheduler = self.lr_scheduler_factory(optimizer, total_steps=int(self.trainer.estimated_stepping_batches))
+        except TypeError as err:
+            if "total_steps" not in str(err):
+                raise
+            scheduler = self.lr_scheduler_factory(optimizer)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ------------------------------------------------------------------ training
@@ -219,7 +210,7 @@ class GroveModule(L.LightningModule):
         """SPEC §3 predictions for the clips of a batch: caption, phrases and boxes on every frame."""
         if self.hparams.teacher_forced:
             tagged = list(batch["tagged_captions"])
-            parsed = [self.prompter.parse_generated(self.prompter.format_target(t)) for t in tagged]
+            parsed = [self.prompter.parse_generated(format_target(t)) for t in tagged]
         else:
             parsed = [self.prompter.parse_generated(text) for text in self.generate(batch)]
         tagged = [p[0] for p in parsed]
@@ -238,9 +229,10 @@ class GroveModule(L.LightningModule):
             for window in self.window_positions(num_frames, batch["caption_positions"].shape[1], self.device):
                 # clamp per clip so padded positions repeat the clip's last frame, then drop them
                 pos = torch.minimum(window.unsqueeze(0).expand(bs, -1), (n_valid - 1).unsqueeze(1))
-                queries = self.model.det_queries(batch["global_frames"][b, pos], enc["input_ids"],
-                                                 enc["attention_mask"], phrase_mask)
-                feats = self.model.grounding_encoder(batch["grounding_frames"][b, pos])
+                video = self.model.encode_video(batch["global_frames"][b, pos])
+                _, queries, _ = self.model.det_queries(enc["input_ids"], enc["attention_mask"], video,
+                                                       num_slots=max_p)
+                feats = self.model.encode_grounding(batch["grounding_frames"][b, pos])
                 win_boxes, win_logits = self.model.decode_boxes(feats, queries, phrase_mask)
                 keep = (window.unsqueeze(0) < n_valid.unsqueeze(1))  # (B, T)
                 bi, ti = keep.nonzero(as_tuple=True)

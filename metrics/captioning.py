@@ -8,6 +8,8 @@ is the plumbing the COCO evaluator lacks:
   are tokenised together: the tokeniser keeps one caption per line, so the result is identical to
   the evaluator's two calls), and the METEOR process is always shut down, even when scoring fails
   (pycocoevalcap leaves it to ``__del__``, which can deadlock on its lock after an error);
+* characters the Java tokeniser reads as line ends (\\r, \\f, U+2028, ...) become spaces first; the
+  COCO evaluator replaces only \\n, so such a caption silently shifts later captions to wrong ids;
 * clear errors for bad input, for a missing Java, and for SPICE, which needs Stanford CoreNLP
   models that pycocoevalcap downloads at run time (impossible offline).
 
@@ -15,6 +17,8 @@ An empty candidate is legal: it tokenises to an empty line and scores 0 on every
 """
 from __future__ import annotations
 
+import functools
+import re
 import shutil
 import subprocess
 from typing import Hashable, Mapping, Sequence
@@ -92,13 +96,18 @@ def validate_captions(gts: Mapping[Hashable, Sequence[str]], res: Mapping[Hashab
             raise ValueError(f"res[{key!r}] must be one candidate caption (a string), got {type(cand).__name__}")
 
 
+# Characters the Java tokeniser treats as line ends: left in a caption they would shift every later
+# caption onto the wrong id (the COCO evaluator only replaces "\n").
+_LINE_BREAKS = re.compile("[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def tokenize_captions(gts: Mapping[Hashable, Sequence[str]], res: Mapping[Hashable, str]
                       ) -> tuple[dict[Hashable, list[str]], dict[Hashable, list[str]]]:
     """PTB-tokenise references and candidates in one Java call (lower-cased, punctuation removed)."""
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
-    joint = {("gts", k): [{"caption": c} for c in refs] for k, refs in gts.items()}
-    joint.update({("res", k): [{"caption": c}] for k, c in res.items()})
+    joint = {("gts", k): [{"caption": _LINE_BREAKS.sub(" ", c)} for c in refs] for k, refs in gts.items()}
+    joint.update({("res", k): [{"caption": _LINE_BREAKS.sub(" ", c)}] for k, c in res.items()})
     tokens = PTBTokenizer().tokenize(joint)
     missing = [k for k in joint if k not in tokens]
     if missing:  # a silent zip-truncation in the wrapper would otherwise surface as a KeyError later
@@ -106,6 +115,7 @@ def tokenize_captions(gts: Mapping[Hashable, Sequence[str]], res: Mapping[Hashab
     return ({k: tokens[("gts", k)] for k in gts}, {k: tokens[("res", k)] for k in res})
 
 
+@functools.lru_cache(maxsize=1)
 def _meteor_class():
     from pycocoevalcap.meteor.meteor import Meteor
 

@@ -21,6 +21,7 @@ Choices (documented because the public evaluator leaves them open or gets them w
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -138,14 +139,14 @@ def _frame_table(clips: Mapping[str, Sequence[FrameBoxes]], keys: Sequence[str],
     frame = np.fromiter((f.frame for _, f in frames), dtype=np.int64, count=len(frames))
     count = np.fromiter((len(f.labels) for _, f in frames), dtype=np.int64, count=len(frames))
     boxes = np.concatenate([f.boxes for _, f in frames] + [np.zeros((0, 4))])
-    labels = np.asarray([l for _, f in frames for l in f.labels], dtype=str)
+    labels = np.asarray(list(itertools.chain.from_iterable(f.labels for _, f in frames)), dtype=str)
     if frames and any(f.scores is None for _, f in frames if len(f.labels)):
         scores = None
     else:
         scores = np.concatenate([f.scores if f.scores is not None else np.zeros(0) for _, f in frames] + [np.zeros(0)])
     # A frame listed twice would make "order in the frame" ambiguous.
     pair = video * (frame.max(initial=0) + 1) + frame
-    uniq, first, counts = np.unique(pair, return_index=True, return_counts=True)
+    _, first, counts = np.unique(pair, return_index=True, return_counts=True)
     if (counts > 1).any():
         i = first[np.argmax(counts > 1)]
         raise GroundingInputError(f"{side}: clip '{keys[video[i]]}' lists frame {frame[i]} more than once")
@@ -309,36 +310,38 @@ def _average_precision(gt: _Boxes, pred: _Boxes, image_video, levels, score_sour
 
 # ---------------------------------------------------------------- mIoU and recall
 
-def _greedy_pairs(gt: _Boxes, pred: _Boxes, n_images: int, accept) -> tuple[np.ndarray, np.ndarray]:
-    """Per image: repeatedly take the remaining (GT, prediction) pair of highest IoU while ``accept``.
+def _greedy_pairs(gt: _Boxes, pred: _Boxes, n_images: int, rules: Sequence) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per image: repeatedly take the remaining (GT, prediction) pair of highest IoU while a rule accepts.
 
-    ``accept(iou, gt_index, pred_index)`` (flat indices, one entry per still-active frame) says
-    whether the pair counts; the first refusal stops that frame. Returns per image the number of
-    accepted pairs and the sum of their IoUs. Ties pick the first pair in (GT, prediction) order.
+    Each rule ``accept(iou, gt_index, pred_index)`` (flat indices, one entry per still-active frame)
+    says whether the pair counts; its first refusal stops that frame. The rules run on the same
+    IoU blocks. Returns per rule and image the number of accepted pairs and the sum of their IoUs.
+    Ties pick the first pair in (GT, prediction) order.
     """
     g_start, g_count = _starts(gt.image, n_images)
     p_start, p_count = _starts(pred.image, n_images)
-    n_pairs = np.zeros(n_images, dtype=np.int64)
-    iou_sum = np.zeros(n_images, dtype=np.float64)
+    out = [(np.zeros(n_images, dtype=np.int64), np.zeros(n_images, dtype=np.float64)) for _ in rules]
     both = np.flatnonzero((g_count > 0) & (p_count > 0))
     for images, g_idx, p_idx in _padded_blocks(both, g_start, g_count, p_start, p_count):
-        iou = _block_iou(g_idx, p_idx, gt.boxes, pred.boxes)  # (n, G, P), -1 on padding
-        n, cols = len(images), iou.shape[2]
-        active = np.arange(n)
-        for _ in range(min(iou.shape[1], cols)):
-            flat = iou[active].reshape(len(active), -1)
-            best = np.argmax(flat, axis=1)  # first maximum in row-major = (GT, prediction) order
-            value = flat[np.arange(len(active)), best]
-            g, p = best // cols, best % cols
-            ok = accept(value, g_idx[active, g], p_idx[active, p])
-            active, g, p, value = active[ok], g[ok], p[ok], value[ok]
-            n_pairs[images[active]] += 1
-            iou_sum[images[active]] += value
-            iou[active, g, :] = -1.0  # remove both boxes
-            iou[active, :, p] = -1.0
-            if not len(active):
-                break
-    return n_pairs, iou_sum
+        block_iou = _block_iou(g_idx, p_idx, gt.boxes, pred.boxes)  # (n, G, P), -1 on padding
+        cols = block_iou.shape[2]
+        for accept, (n_pairs, iou_sum) in zip(rules, out):
+            iou = block_iou.copy() if len(rules) > 1 else block_iou
+            active = np.arange(len(images))
+            for _ in range(min(iou.shape[1], cols)):
+                flat = iou[active].reshape(len(active), -1)
+                best = np.argmax(flat, axis=1)  # first maximum in row-major = (GT, prediction) order
+                value = flat[np.arange(len(active)), best]
+                g, p = best // cols, best % cols
+                ok = accept(value, g_idx[active, g], p_idx[active, p])
+                active, g, p, value = active[ok], g[ok], p[ok], value[ok]
+                n_pairs[images[active]] += 1
+                iou_sum[images[active]] += value
+                iou[active, g, :] = -1.0  # remove both boxes
+                iou[active, :, p] = -1.0
+                if not len(active):
+                    break
+    return out
 
 
 def _miou_and_recall(gt, pred, image_video, levels, metrics, text_encoder, iou_threshold, text_threshold):
@@ -348,17 +351,10 @@ def _miou_and_recall(gt, pred, image_video, levels, metrics, text_encoder, iou_t
     frame_video = image_video[gt_frames]
     frames_per_video = np.bincount(frame_video, minlength=n_videos)
     has_gt = frames_per_video > 0
-    out = {}
 
+    rules = {}
     if "mIoU" in metrics:
-        n_pairs, iou_sum = _greedy_pairs(gt, pred, n_images, lambda iou, g, p: iou > 0)
-        frame_miou = np.where(n_pairs > 0, iou_sum / np.maximum(n_pairs, 1), 0.0)[gt_frames]
-        if "video" in levels:
-            per_video = np.bincount(frame_video, weights=frame_miou, minlength=n_videos)[has_gt] / frames_per_video[has_gt]
-            out["mIoU"] = _nanmean(per_video)
-        if "frame" in levels:
-            out["mIoU_frame"] = _nanmean(frame_miou)
-
+        rules["mIoU"] = lambda iou, g, p: iou > 0
     if "recall" in metrics:
         from metrics.text_encoder import build_text_encoder, encode_unique
 
@@ -373,11 +369,26 @@ def _miou_and_recall(gt, pred, image_video, levels, metrics, text_encoder, iou_t
 
         def accept(iou, g, p):
             ok = iou >= iou_threshold
-            cosine = np.einsum("nd,nd->n", emb[g_phrase[g[ok]]], emb[p_phrase[p[ok]]])
-            ok[ok] = cosine >= text_threshold
+            # Few distinct (GT phrase, predicted phrase) pairs recur across frames: one dot product each.
+            pair, inverse = np.unique(g_phrase[g[ok]] * len(emb) + p_phrase[p[ok]], return_inverse=True)
+            cosine = np.einsum("nd,nd->n", emb[pair // len(emb)], emb[pair % len(emb)])
+            ok[ok] = cosine[inverse.reshape(-1)] >= text_threshold
             return ok
 
-        matches, _ = _greedy_pairs(gt, pred, n_images, accept)
+        rules["recall"] = accept
+    results = dict(zip(rules, _greedy_pairs(gt, pred, n_images, list(rules.values()))))
+
+    out = {}
+    if "mIoU" in results:
+        n_pairs, iou_sum = results["mIoU"]
+        frame_miou = np.where(n_pairs > 0, iou_sum / np.maximum(n_pairs, 1), 0.0)[gt_frames]
+        if "video" in levels:
+            per_video = np.bincount(frame_video, weights=frame_miou, minlength=n_videos)[has_gt] / frames_per_video[has_gt]
+            out["mIoU"] = _nanmean(per_video)
+        if "frame" in levels:
+            out["mIoU_frame"] = _nanmean(frame_miou)
+    if "recall" in results:
+        matches, _ = results["recall"]
         video_matches = np.bincount(image_video, weights=matches, minlength=n_videos)
         video_gt = np.bincount(image_video[gt.image], minlength=n_videos)
         if "video" in levels:

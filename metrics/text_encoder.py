@@ -38,8 +38,8 @@ class HFMeanPoolEncoder:
     normalisation, exactly sentence-transformers' mean-pooling models such as all-MiniLM-L6-v2.
     """
 
-    def __init__(self, path: str | os.PathLike, max_length: int = 64, batch_size: int = 256,
-                 device: str | torch.device = "cpu") -> None:
+    def __init__(self, path: str | os.PathLike, max_length: int = 64, batch_size: int = 2048,
+                 device: str | torch.device = "cpu", max_batch_tokens: int = 16384) -> None:
         path = Path(path)
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"text encoder folder {path} has no config.json (expected a local "
@@ -50,6 +50,7 @@ class HFMeanPoolEncoder:
         self.path = path
         self.max_length = int(max_length)
         self.batch_size = int(batch_size)
+        self.max_batch_tokens = int(max_batch_tokens)
         self.device = torch.device(device)
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self.model = AutoModel.from_pretrained(str(path), local_files_only=True).to(self.device).eval()
@@ -62,10 +63,18 @@ class HFMeanPoolEncoder:
     def encode(self, texts: list[str]) -> torch.Tensor:
         texts = [str(t) for t in texts]
         out = torch.empty((len(texts), self.dim), dtype=torch.float32)
-        # Batches of similar length waste less compute on padding; results are put back in order.
-        order = np.argsort([-len(t) for t in texts], kind="stable")
-        for start in range(0, len(texts), self.batch_size):
-            idx = order[start:start + self.batch_size]
+        if not texts:
+            return out
+        # Longest first, batches bounded by padded tokens: short phrases go thousands per batch
+        # (much faster on CPU than small batches), long texts stay within memory.
+        ids = self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
+        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(texts))
+        order = np.argsort(-lengths, kind="stable")
+        start = 0
+        while start < len(texts):
+            size = min(self.batch_size, max(1, self.max_batch_tokens // int(lengths[order[start]])))
+            idx = order[start:start + size]
+            start += size
             tokens = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
                                     max_length=self.max_length, return_tensors="pt").to(self.device)
             hidden = self.model(**tokens).last_hidden_state.float()
@@ -91,7 +100,7 @@ def minilm_model_dir() -> Path:
 class MiniLMEncoder(HFMeanPoolEncoder):
     """all-MiniLM-L6-v2 from its pip package: mean pooling + L2 norm, as sentence-transformers runs it."""
 
-    def __init__(self, batch_size: int = 256, device: str | torch.device = "cpu") -> None:
+    def __init__(self, batch_size: int = 2048, device: str | torch.device = "cpu") -> None:
         folder = minilm_model_dir()
         config = folder / "sentence_bert_config.json"
         # sentence-transformers truncates at the model's max_seq_length (256), not at 64.
@@ -141,7 +150,9 @@ def build_text_encoder(spec: str | os.PathLike | None = None) -> TextEncoder:
 
 def encode_unique(encoder: TextEncoder, phrases: Sequence[str]) -> tuple[list[str], torch.Tensor, np.ndarray]:
     """Embed each distinct phrase once: ``(unique phrases, embeddings (U, D), index into them per phrase)``."""
-    unique, index = np.unique(np.asarray([str(p) for p in phrases], dtype=str), return_inverse=True)
+    if not (isinstance(phrases, np.ndarray) and phrases.dtype.kind == "U"):
+        phrases = np.asarray([str(p) for p in phrases], dtype=str)
+    unique, index = np.unique(phrases, return_inverse=True)
     unique = unique.tolist()
     if not unique:
         return unique, torch.zeros((0, 1), dtype=torch.float32), index.astype(np.int64)

@@ -1,0 +1,190 @@
+"""JudgeModule: training and evaluation of the VC-Inspector judge (seed 004). The model is in models/judge.py.
+
+Training minimises the cross-entropy of the answer (score line + explanation) given the video and
+the D.6 prompt. Validation and test generate greedily, parse the score line and correlate the
+parsed scores (Kendall tau-b, Spearman rho) with the generated scores of held-out corruptions and,
+when the data has them, with human ratings averaged over annotators; unparsable answers are
+logged as a share and left out of the correlations.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LRScheduler
+
+from metrics.correlation import JudgeCorrelation
+from models.judge import VCInspectorJudge, parse_judge_answer
+
+# Evaluation settings: not saved as hyper-parameters, so the command line decides them at test time.
+EVAL_SETTINGS = ("max_new_tokens", "answers_file")
+
+
+class WarmupCosineDecay(LRScheduler):
+    """Linear warm-up over ``warmup_ratio`` of the steps, then cosine decay from the base lr to ``min_lr``.
+
+    The paper's schedule (appendix C: cosine, min 1e-5, warm-up ratio 0.05). ``total_steps`` is
+    filled in from the trainer's estimated stepping batches when the config leaves it out.
+    """
+
+    def __init__(self, optimizer: Optimizer, total_steps: int | None = None, warmup_ratio: float = 0.05,
+                 min_lr: float = 1e-5, last_epoch: int = -1):
+        if total_steps is None or total_steps <= 0:
+            raise ValueError("WarmupCosineDecay needs total_steps > 0 (the module fills it from the trainer)")
+        self.total_steps = int(total_steps)
+        self.warmup_steps = int(round(warmup_ratio * self.total_steps))
+        self.min_lr = float(min_lr)
+        super().__init__(optimizer, last_epoch)
+
+    def lr_at(self, base_lr: float, step: int) -> float:
+        if step < self.warmup_steps:
+            return base_lr * (step + 1) / (self.warmup_steps + 1)
+        progress = min(1.0, (step - self.warmup_steps) / max(1, self.total_steps - self.warmup_steps))
+        return self.min_lr + (base_lr - self.min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def get_lr(self) -> list[float]:
+        return [self.lr_at(base, self.last_epoch) for base in self.base_lrs]
+
+
+def _default_optimizer(params):
+    return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.0)
+
+
+def _default_scheduler(optimizer: Optimizer, total_steps: int) -> LRScheduler:
+    return WarmupCosineDecay(optimizer, total_steps=total_steps, warmup_ratio=0.05, min_lr=1e-5)
+
+
+class JudgeModule(L.LightningModule):
+    """VC-Inspector: a reference-free caption judge (Qwen2.5-VL + LoRA).
+
+    Args:
+        model_path / tiny / adapter_path / lora / template / max_pixels / min_pixels / train_vision /
+            dtype / gradient_checkpointing / seed: see :class:`models.judge.VCInspectorJudge`.
+        max_new_tokens: answer length bound at validation / test.
+        adapter_dir: where to save the LoRA adapter on its own when fitting ends (None = don't).
+        checkpoint_trainable_only: keep only trainable weights (the adapter) in Lightning checkpoints,
+            so a 3B judge's checkpoint is megabytes; the frozen base is reloaded from ``model_path``.
+        answers_file: at test, write every answer (key, caption, target, parsed score, error) as JSONL.
+        optimizer / lr_scheduler: from the config; AdamW lr 1e-4 with 5 % warm-up and cosine decay
+            to 1e-5 by default (appendix C).
+    """
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        tiny: dict | None = None,
+        adapter_path: str | None = None,
+        lora: dict | None = None,
+        template: str = "qwen",
+        max_pixels: int = 224 * 224,
+        min_pixels: int = 56 * 56,
+        train_vision: bool = False,
+        dtype: str = "float32",
+        gradient_checkpointing: bool = False,
+        seed: int = 0,
+        max_new_tokens: int = 64,
+        adapter_dir: str | None = None,
+        checkpoint_trainable_only: bool = False,
+        answers_file: str | None = None,
+        optimizer: OptimizerCallable = _default_optimizer,
+        lr_scheduler: LRSchedulerCallable | None = _default_scheduler,
+    ):
+        super().__init__()
+        self.save_hyperparameters(ignore=list(EVAL_SETTINGS) + ["optimizer", "lr_scheduler"])
+        self.max_new_tokens = int(max_new_tokens)
+        self.answers_file = answers_file
+        self.optimizer_factory = optimizer
+        self.lr_scheduler_factory = lr_scheduler
+        self.judge = VCInspectorJudge(
+            model_path=model_path, tiny=tiny, adapter_path=adapter_path, lora=lora, template=template,
+            max_pixels=max_pixels, min_pixels=min_pixels, train_vision=train_vision, dtype=dtype,
+            gradient_checkpointing=gradient_checkpointing, seed=seed)
+        self.prompter = self.judge.prompter
+        self.strict_loading = not checkpoint_trainable_only
+        self.correlations = torch.nn.ModuleDict({
+            f"{stage}_{ref}": JudgeCorrelation() for stage in ("val", "test") for ref in ("generated", "human")})
+        self._answers: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ optimisation
+    def configure_optimizers(self):
+        params = [p for p in self.parameters() if p.requires_grad]
+        if not params:
+            raise ValueError("JudgeModule has nothing to train: set model.lora (or train_vision)")
+        optimizer = self.optimizer_factory(params)
+        if self.lr_scheduler_factory is None:
+            return optimizer
+        kwargs = {}
+        target = getattr(self.lr_scheduler_factory, "func", self.lr_scheduler_factory)
+        if "total_steps" in inspect.signature(target).parameters:
+            kwargs["total_steps"] = int(self.trainer.estimated_stepping_batches)
+        scheduler = self.lr_scheduler_factory(optimizer, **kwargs)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int):
+        if not batch["keys"]:
+            return None  # every clip of the batch failed to decode
+        loss = self.judge(batch)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["keys"]))
+        return loss
+
+    def on_train_end(self) -> None:
+        if self.hparams.adapter_dir is not None and self.judge.has_adapter and self.trainer.is_global_zero:
+            self.judge.save_adapter(self.hparams.adapter_dir)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if self.hparams.checkpoint_trainable_only:
+            trainable = {name for name, p in self.named_parameters() if p.requires_grad}
+            checkpoint["state_dict"] = {k: v for k, v in checkpoint["state_dict"].items() if k in trainable}
+
+    # ------------------------------------------------------------------ evaluation
+    def _eval_step(self, batch: dict[str, Any], stage: str) -> dict[str, Any] | None:
+        if not batch["keys"]:
+            return None
+        bs = len(batch["keys"])
+        if "labels" in batch:
+            self.log(f"{stage}/loss", self.judge(batch), batch_size=bs, sync_dist=True)
+        answers = [parse_judge_answer(text) for text in self.judge.generate(batch, self.max_new_tokens)]
+        predicted = torch.tensor([math.nan if a.score is None else float(a.score) for a in answers], dtype=torch.float64)
+        self.correlations[f"{stage}_generated"].update(predicted, batch["scores"])
+        self.correlations[f"{stage}_human"].update(predicted, batch["human_scores"])
+        if stage == "test" and self.answers_file is not None:
+            for key, caption, target, answer in zip(batch["keys"], batch["captions"], batch["scores"].tolist(), answers):
+                self._answers.append({"key": key, "caption": caption, "target": None if math.isnan(target) else target,
+                                      "score": answer.score, "explanation": answer.explanation, "error": answer.error})
+        return {"keys": batch["keys"], "answers": answers}
+
+    def _log_correlations(self, stage: str) -> None:
+        for ref, prefix in (("generated", f"{stage}/"), ("human", f"{stage}/human_")):
+            metric = self.correlations[f"{stage}_{ref}"]
+            values = metric.compute()
+            metric.reset()
+            if int(values["count"]) == 0:
+                continue  # no reference of this kind in the data
+            for name in ("kendall_tau_b", "spearman_rho", "unparsable", "mean_score"):
+                self.log(f"{prefix}{name}", values[name].float(), sync_dist=False)
+
+    def validation_step(self, batch: dict[str, Any], batch_idx: int):
+        return self._eval_step(batch, "val")
+
+    def test_step(self, batch: dict[str, Any], batch_idx: int):
+        return self._eval_step(batch, "test")
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_correlations("val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_correlations("test")
+        if self.answers_file is not None and self.trainer.is_global_zero:
+            path = Path(self.answers_file)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("w") as f:
+                for row in self._answers:
+                    f.write(json.dumps(row) + "\n")
+            self._answers = []

@@ -1,0 +1,7 @@
+"""CAPTURE (seed 002 §3.2, appendix B): detail-caption evaluation by matching scene-graph elements."""
+from metrics.capture.capture import CaptureScorer, capture_score
+from metrics.capture.factual_parser import FactualSceneGraphParser, parse_factual_output
+from metrics.capture.scene_graph import SceneGraph, SpacySceneGraphParser
+
+__all__ = ["CaptureScorer", "capture_score", "FactualSceneGraphParser", "parse_factual_output", "SceneGraph",
+           "SpacySceneGraphParser"]

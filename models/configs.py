@@ -1,0 +1,175 @@
+"""Configuration of GROVE's parts as plain dataclasses.
+
+They are the ``model`` init arguments the CLI reads from YAML, so every field is a plain typed
+value. The defaults describe the paper's model (CLIP ViT-L/14-336, SAM ViT-H at 512 px, Vicuna-7B,
+SAM's two-way decoder); :func:`tiny_configs` gives a CPU-sized model built from the same classes.
+"""
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+
+@dataclass
+class GlobalEncoderConfig:
+    """Global video encoder V_c: an open_clip ViT with spatio-temporal adapters, pooling and VL.
+
+    ``vision_config`` is an open_clip ``vision_cfg`` dict (``width``, ``layers``, ``patch_size``,
+    ``image_size``, ...) for a custom (tiny) tower; when set, ``model_name`` is ignored.
+    ``checkpoint`` is a local file or folder with open_clip, OpenAI-CLIP (JIT) or Hugging Face
+    CLIP weights. ``feature_layer`` indexes the hidden-state list as LLaVA does (0 = patch
+    embeddings, i = output of block i, -2 = the second-last block's output).
+    """
+
+    model_name: str = "ViT-L-14-336"
+    vision_config: dict | None = None
+    checkpoint: str | None = None
+    image_size: int = 336
+    adapter_every: int = 3
+    pool_grid: tuple[int, int, int] = (8, 8, 9)
+    adapter_kernel: tuple[int, int, int] = (3, 3, 3)
+    feature_layer: int = -2
+    adapters: bool = True
+    quick_gelu: bool = True
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class GroundingEncoderConfig:
+    """Grounding video encoder V_g: SAM's ViT image encoder with adapters after global attention.
+
+    ``variant`` picks SAM's published sizes (``vit_h``, ``vit_l``, ``vit_b``); ``encoder_config``
+    overrides them for tiny models (keys: ``embed_dim``, ``depth``, ``num_heads``,
+    ``global_attn_indexes``, ``patch_size``, ``out_chans``, ``window_size``, ``mlp_ratio``).
+    The encoder is built at ``pretrain_image_size`` (so checkpoint shapes match), then its
+    absolute positional embedding is interpolated to the ``image_size`` grid and kept trainable.
+    """
+
+    variant: str = "vit_h"
+    encoder_config: dict | None = None
+    checkpoint: str | None = None
+    image_size: int = 512
+    pretrain_image_size: int = 1024
+    adapters: bool = True
+    adapter_kernel: tuple[int, int, int] = (3, 3, 3)
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class LanguageModelConfig:
+    """The LLM (Vicuna-7B in the paper) and its tokenizer.
+
+    ``path`` is a local Hugging Face folder; with ``path`` unset, ``llama_config`` (LlamaConfig
+    kwargs) builds a randomly initialised LLaMA. ``tokenizer_path`` defaults to ``path``; with
+    neither set, the project's tiny byte-level BPE tokenizer is built (once) under the data dir.
+    ``lora_r > 0`` injects LoRA adapters (peft) into ``lora_target_modules``.
+    """
+
+    path: str | None = None
+    llama_config: dict | None = None
+    tokenizer_path: str | None = None
+    lora_r: int = 0
+    lora_alpha: int = 16
+    lora_dropout: float = 0.05
+    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "v_proj"])
+    torch_dtype: str = "float32"
+    attn_implementation: str | None = None
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class DecoderConfig:
+    """Box decoder D: SAM's two-way transformer with [DET] queries, plus the prediction heads.
+
+    ``checkpoint`` is a SAM ``.pth``; its ``mask_decoder.transformer.*`` weights (and SAM's output
+    tokens, no-mask embedding and random-Fourier positional encoding) initialise the decoder.
+    ``sam_output_tokens`` prepends SAM's learned IoU and mask tokens to each query, as the public
+    code does by feeding each [DET] embedding to SAM's mask decoder as a sparse prompt.
+    """
+
+    dim: int = 256
+    depth: int = 2
+    num_heads: int = 8
+    mlp_dim: int = 2048
+    checkpoint: str | None = None
+    use_objectness: bool = True
+    sam_output_tokens: bool = True
+
+
+def tiny_configs() -> dict:
+    """A CPU-sized GROVE (same classes, tiny widths) for tests and the demo.
+
+    Returns ``Grove`` keyword arguments: ``global_encoder``, ``grounding_encoder``,
+    ``language_model``, ``decoder``. The same values belong in ``configs/demo.yaml``.
+    """
+    return {
+        "global_encoder": GlobalEncoderConfig(
+            vision_config={"image_size": 64, "layers": 6, "width": 64, "head_width": 16, "patch_size": 16},
+            image_size=64, adapter_every=3, pool_grid=(4, 2, 2), quick_gelu=False,
+        ),
+        "grounding_encoder": GroundingEncoderConfig(
+            encoder_config={"embed_dim": 64, "depth": 4, "num_heads": 4, "global_attn_indexes": [1, 3],
+                            "patch_size": 16, "out_chans": 64, "window_size": 4},
+            image_size=128, pretrain_image_size=128,
+        ),
+        "language_model": LanguageModelConfig(
+            llama_config={"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                          "num_key_value_heads": 4, "intermediate_size": 256, "max_position_embeddings": 512,
+                          "tie_word_embeddings": False},
+        ),
+        "decoder": DecoderConfig(dim=64, depth=2, num_heads=4, mlp_dim=128),
+    }
+
+
+def paper_configs(clip_checkpoint: str | None = None, sam_checkpoint: str | None = None,
+                  llm_path: str | None = None) -> dict:
+    """The paper's sizes. Without ``llm_path`` the LLM is a LLaMA-7B-shaped random model."""
+    llama_7b = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000,
+                "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+    return {
+        "global_encoder": GlobalEncoderConfig(checkpoint=clip_checkpoint),
+        "grounding_encoder": GroundingEncoderConfig(checkpoint=sam_checkpoint),
+        "language_model": LanguageModelConfig(path=llm_path, llama_config=None if llm_path else llama_7b),
+        "decoder": DecoderConfig(checkpoint=sam_checkpoint),
+    }
+
+
+def require_path(path: str | None, key: str) -> Path:
+    """The local file or folder a config key names; a clear error when it is missing."""
+    if path is None or not Path(path).expanduser().exists():
+        raise FileNotFoundError(f"{key}: {path!r} does not exist (set it to a local checkpoint path)")
+    return Path(path).expanduser()
+
+
+def load_weights(path: str | Path, key: str) -> dict[str, torch.Tensor]:
+    """A state dict from ``.safetensors``, a ``torch.save`` file (memory-mapped when possible) or
+    a TorchScript archive (OpenAI's CLIP releases); a ``{"state_dict": ...}`` wrapper and a
+    ``module.`` prefix are removed. ``key`` names the config entry in error messages."""
+    path = Path(path)
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return load_file(str(path), device="cpu")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except RuntimeError:
+        try:  # legacy (non-zip) files cannot be memory-mapped
+            obj = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception:  # noqa: BLE001  (TorchScript archives are not plain pickles)
+            obj = None
+    except pickle.UnpicklingError:
+        obj = None
+    if obj is None:
+        try:
+            obj = torch.jit.load(str(path), map_location="cpu").state_dict()
+        except Exception as err:  # noqa: BLE001
+            raise ValueError(f"{key}: cannot read weights from {path}: {err}") from err
+    if isinstance(obj, dict) and isinstance(obj.get("state_dict"), dict):
+        obj = obj["state_dict"]
+    if not isinstance(obj, dict):
+        raise ValueError(f"{key}: {path} holds a {type(obj).__name__}, not a state dict")
+    return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in obj.items()}

@@ -1,0 +1,188 @@
+"""Global video encoder V_c: CLIP ViT + spatio-temporal adapters + pooling + VL projection.
+
+The frozen CLIP tower encodes every frame; an adapter after every ``adapter_every``-th block mixes
+neighbouring frames. The patch tokens of ``feature_layer`` (LLaVA's second-last block) are pooled
+spatio-temporally (T x 24 x 24 -> 8 x 8 x 9 = 576 tokens for ViT-L/14 at 336 px) and projected
+into the LLM's embedding space. The blocks run here, not inside open_clip's forward, so adapters
+can sit between them; nothing runs under ``torch.no_grad`` because the adapters' gradients flow
+back through the frozen blocks that follow them.
+"""
+from __future__ import annotations
+
+import math
+
+import core  # noqa: F401  (torchvision compatibility before open_clip imports it)
+import open_clip
+import torch
+import torch.nn.functional as F
+from open_clip.model import _build_vision_tower
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+from models.adapters import SpatioTemporalAdapter
+from models.configs import GlobalEncoderConfig, load_weights, require_path
+from models.heads import VisionLanguageProjector
+
+CHECKPOINT_KEY = "model.global_encoder.checkpoint"
+_FOLDER_WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin", "model.safetensors",
+                        "pytorch_model.bin")
+
+
+def build_clip_vision_tower(config: GlobalEncoderConfig) -> nn.Module:
+    """An open_clip ``VisionTransformer`` from a named architecture or a custom ``vision_config``."""
+    if config.vision_config is not None:
+        vision_cfg = dict(config.vision_config)
+        output_dim = int(vision_cfg.pop("embed_dim", vision_cfg.get("width", 768)))
+    else:
+        model_cfg = open_clip.get_model_config(config.model_name)
+        if model_cfg is None:
+            raise ValueError(f"model.global_encoder.model_name: {config.model_name!r} is not an open_clip "
+                             f"architecture (see open_clip.list_models())")
+        vision_cfg, output_dim = dict(model_cfg["vision_cfg"]), int(model_cfg["embed_dim"])
+    if isinstance(vision_cfg.get("layers"), (list, tuple)) or vision_cfg.get("timm_model_name"):
+        raise ValueError("model.global_encoder: only ViT vision towers are supported (no ResNet/timm towers)")
+    vision_cfg["image_size"] = config.image_size
+    vision_cfg["patch_dropout"] = 0.0  # dropping patches would break the (T, h, w) grid the adapters need
+    return _build_vision_tower(output_dim, vision_cfg, quick_gelu=config.quick_gelu)
+
+
+def convert_hf_clip_vision(state_dict: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Hugging Face ``CLIPVisionModel``/``CLIPModel`` vision weights -> open_clip ``visual`` names."""
+    out: dict[str, Tensor] = {}
+    # CLIPModel files prefix the tower with "vision_model."; CLIPVisionModel files may not.
+    pre = "vision_model." if any(k.startswith("vision_model.") for k in state_dict) else ""
+    renames = {"embeddings.class_embedding": "class_embedding",
+               "embeddings.patch_embedding.weight": "conv1.weight",
+               "embeddings.position_embedding.weight": "positional_embedding",
+               "pre_layrnorm.weight": "ln_pre.weight", "pre_layrnorm.bias": "ln_pre.bias",
+               "post_layernorm.weight": "ln_post.weight", "post_layernorm.bias": "ln_post.bias"}
+    layer_renames = {"self_attn.out_proj": "attn.out_proj", "layer_norm1": "ln_1", "layer_norm2": "ln_2",
+                     "mlp.fc1": "mlp.c_fc", "mlp.fc2": "mlp.c_proj"}
+    qkv: dict[tuple[int, str], dict[str, Tensor]] = {}
+    for key, value in state_dict.items():
+        if key == "visual_projection.weight":
+            out["proj"] = value.t().contiguous()
+            continue
+        if not key.startswith(pre):
+            continue
+        name = key[len(pre):]
+        if name in renames:
+            out[renames[name]] = value
+            continue
+        if not name.startswith("encoder.layers."):
+            continue  # e.g. position_ids buffers
+        index, rest = name[len("encoder.layers."):].split(".", 1)
+        prefix = f"transformer.resblocks.{index}."
+        for proj in ("q_proj", "k_proj", "v_proj"):
+            if rest.startswith(f"self_attn.{proj}."):
+                qkv.setdefault((int(index), rest.rsplit(".", 1)[1]), {})[proj] = value
+                break
+        else:
+            for old, new in layer_renames.items():
+                if rest.startswith(old + "."):
+                    out[prefix + new + rest[len(old):]] = value
+                    break
+    for (index, kind), parts in qkv.items():  # open_clip keeps q, k, v stacked in one in_proj
+        stacked = torch.cat([parts["q_proj"], parts["k_proj"], parts["v_proj"]], dim=0)
+        out[f"transformer.resblocks.{index}.attn.in_proj_{kind}"] = stacked
+    return out
+
+
+def load_clip_vision_weights(tower: nn.Module, path: str | None) -> None:
+    """Load open_clip, OpenAI (JIT) or Hugging Face CLIP weights into the vision tower.
+
+    Only the unused output projection may be absent (``CLIPVisionModel`` has none).
+    """
+    location = require_path(path, CHECKPOINT_KEY)
+    if location.is_dir():
+        found = [location / name for name in _FOLDER_WEIGHT_FILES if (location / name).exists()]
+        if not found:
+            raise FileNotFoundError(f"{CHECKPOINT_KEY}: folder {location} holds none of {_FOLDER_WEIGHT_FILES}")
+        location = found[0]
+    raw = load_weights(location, CHECKPOINT_KEY)
+    if any(k.startswith("vision_model.") for k in raw) or "embeddings.patch_embedding.weight" in raw:
+        state = convert_hf_clip_vision(raw)
+    elif any(k.startswith("visual.") for k in raw):
+        state = {k[len("visual."):]: v for k, v in raw.items() if k.startswith("visual.")}
+    else:
+        state = raw
+    try:
+        missing, unexpected = tower.load_state_dict(state, strict=False)
+    except RuntimeError as err:  # shape mismatches
+        raise ValueError(f"{CHECKPOINT_KEY}: {location} does not match the vision tower: {err}") from err
+    missing = [k for k in missing if k != "proj"]
+    if missing or unexpected:
+        raise ValueError(f"{CHECKPOINT_KEY}: {location} does not match the vision tower "
+                         f"(missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
+                         f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''})")
+
+
+class GlobalVideoEncoder(nn.Module):
+    """Frames ``(B, T, 3, H, W)`` -> video tokens ``(B, T'*H'*W', llm_dim)`` for the LLM."""
+
+    def __init__(self, config: GlobalEncoderConfig, llm_dim: int):
+        super().__init__()
+        self.config = config
+        self.backbone = build_clip_vision_tower(config)
+        if config.checkpoint is not None:
+            load_clip_vision_weights(self.backbone, config.checkpoint)
+        depth = len(self.backbone.transformer.resblocks)
+        layer = config.feature_layer if config.feature_layer >= 0 else depth + 1 + config.feature_layer
+        if not 1 <= layer <= depth:
+            raise ValueError(f"model.global_encoder.feature_layer: {config.feature_layer} selects no block of a "
+                             f"{depth}-block tower")
+        self.num_blocks = layer
+        if config.adapter_every < 1:
+            raise ValueError(f"model.global_encoder.adapter_every must be >= 1, got {config.adapter_every}")
+        # Adapter after blocks adapter_every, 2*adapter_every, ... (1-based) among those that run.
+        after = [i for i in range(layer) if (i + 1) % config.adapter_every == 0] if config.adapters else []
+        self.adapter_positions = {block: slot for slot, block in enumerate(after)}
+        width = self.backbone.conv1.out_channels
+        self.adapters = nn.ModuleList(SpatioTemporalAdapter(width, config.adapter_kernel) for _ in after)
+        self.pool_grid = tuple(int(s) for s in config.pool_grid)
+        if len(self.pool_grid) != 3:
+            raise ValueError(f"model.global_encoder.pool_grid must be (T', H', W'), got {config.pool_grid}")
+        self.projector = VisionLanguageProjector(width, llm_dim)
+
+    @property
+    def num_video_tokens(self) -> int:
+        return math.prod(self.pool_grid)
+
+    @property
+    def width(self) -> int:
+        return self.backbone.conv1.out_channels
+
+    def _block(self, block: nn.Module, x: Tensor) -> Tensor:
+        if self.config.gradient_checkpointing and torch.is_grad_enabled() and x.requires_grad:
+            return checkpoint(block, x, use_reentrant=False)
+        return block(x)
+
+    def encode_frames(self, frames: Tensor) -> Tensor:
+        """Adapted patch features of ``feature_layer``: ``(B, T, h, w, C)``."""
+        if frames.dim() != 5:
+            raise ValueError(f"global frames must be (B, T, 3, H, W), got shape {tuple(frames.shape)}")
+        b, t = frames.shape[:2]
+        if tuple(frames.shape[-2:]) != (self.config.image_size,) * 2:
+            raise ValueError(f"global frames are {tuple(frames.shape[-2:])} px but "
+                             f"model.global_encoder.image_size is {self.config.image_size}")
+        tower = self.backbone
+        x = tower.conv1(frames.flatten(0, 1).to(tower.conv1.weight.dtype))
+        h, w = x.shape[-2:]
+        x = x.flatten(2).transpose(1, 2)
+        cls = tower.class_embedding.to(x.dtype).expand(x.shape[0], 1, -1)
+        x = torch.cat((cls, x), dim=1) + tower.positional_embedding.to(x.dtype)
+        x = tower.ln_pre(x)
+        for index, block in enumerate(tower.transformer.resblocks[: self.num_blocks]):
+            x = self._block(block, x)
+            slot = self.adapter_positions.get(index)
+            if slot is not None:
+                x = self.adapters[slot](x, t, num_prefix_tokens=1, grid_hw=(h, w))
+        return x[:, 1:].reshape(b, t, h, w, x.shape[-1])
+
+    def pool(self, features: Tensor) -> Tensor:
+        """Adaptive average pooling of ``(B, T, h, w, C)`` to ``(B, T'*H'*W', C)``."""
+        pooled = F.adaptive_avg_pool3d(features.permute(0, 4, 1, 2, 3), self.pool_grid)
+        return pooled.flatten(2).transpose(1, 2)
+
+    def forward(self, frames: Tensor) -> Tensor:
+        return self.projector(self.pool(self.encode_frames(frames)))

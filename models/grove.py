@@ -1,0 +1,222 @@
+"""GROVE: grounded video caption generation (seed 003, §4 and supp. C), as one nn.Module.
+
+Global video encoder -> VL -> LLM (caption with ``<p> phrase </p> [DET]``) -> LQ on the [DET]
+hidden states -> box decoder over every frame's grounding features -> box and temporal-objectness
+heads. The training step (losses, freezing policy, logging) lives in the LightningModule; this
+module only computes. The pieces are also exposed separately so inference can generate a caption
+once, run the caption-forced LLM pass once, and decode boxes for several windows of frames.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import torch
+from torch import Tensor, nn
+
+from models.box_decoder import BoxDecoder
+from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
+from models.global_video_encoder import GlobalVideoEncoder
+from models.grounding_video_encoder import GroundingVideoEncoder
+from models.heads import BoxHead, QueryProjector, TemporalObjectnessHead
+from models.language_model import GroveLanguageModel
+from models.prompting import GroundedCaptionPrompter
+
+# Parameter groups of configure_trainable, and the paper's default choice (supp. C).
+PARAMETER_GROUPS = ("global_backbone", "global_adapters", "vision_projector", "grounding_backbone",
+                    "grounding_pos_embed", "grounding_adapters", "llm_blocks", "llm_embeddings", "llm_lora",
+                    "query_projector", "box_decoder", "heads")
+PAPER_TRAINABLE = ("global_adapters", "vision_projector", "grounding_pos_embed", "grounding_adapters",
+                   "llm_embeddings", "llm_lora", "query_projector", "box_decoder", "heads")
+
+
+@dataclass
+class GroveOutput:
+    """``boxes`` are normalised ``(cx, cy, w, h)``; ``num_det`` counts the [DET] tokens per sequence."""
+
+    lm_loss: Tensor | None
+    boxes: Tensor
+    objectness_logits: Tensor | None
+    num_det: Tensor
+
+
+def gather_det_hidden(hidden: Tensor, det_mask: Tensor, num_slots: int) -> tuple[Tensor, Tensor]:
+    """Hidden states at [DET] tokens into ``(B, num_slots, D)`` slots in order of appearance.
+
+    The k-th [DET] of a sequence fills slot k (cumsum of the mask); [DET]s beyond ``num_slots`` are
+    dropped, missing ones leave zero slots. Returns the slots and the [DET] count per sequence.
+    """
+    b, _, d = hidden.shape
+    slot = det_mask.long().cumsum(dim=1) - 1
+    keep = det_mask & (slot < num_slots)
+    batch_index = torch.arange(b, device=hidden.device).unsqueeze(1).expand_as(det_mask)
+    slots = hidden.new_zeros(b, num_slots, d)
+    slots = slots.index_put((batch_index[keep], slot[keep]), hidden[keep])
+    return slots, det_mask.sum(dim=1)
+
+
+class Grove(nn.Module):
+    """The GROVE model built from its four configurations."""
+
+    def __init__(self, global_encoder: GlobalEncoderConfig, grounding_encoder: GroundingEncoderConfig,
+                 language_model: LanguageModelConfig, decoder: DecoderConfig, tokenizer=None):
+        super().__init__()
+        self.language_model = GroveLanguageModel(language_model, tokenizer=tokenizer)
+        llm_dim = self.language_model.hidden_size
+        self.global_encoder = GlobalVideoEncoder(global_encoder, llm_dim)
+        self.grounding_encoder = GroundingVideoEncoder(grounding_encoder)
+        if self.grounding_encoder.out_chans != decoder.dim:
+            raise ValueError(f"model.grounding_encoder out_chans ({self.grounding_encoder.out_chans}) must equal "
+                             f"model.decoder.dim ({decoder.dim})")
+        self.query_projector = QueryProjector(llm_dim, decoder.dim)
+        self.box_decoder = BoxDecoder(decoder)
+        self.box_head = BoxHead(decoder.dim)
+        self.objectness_head = TemporalObjectnessHead(decoder.dim) if decoder.use_objectness else None
+        self._prompter: GroundedCaptionPrompter | None = None
+
+    # -- text --------------------------------------------------------------------------------------
+    @property
+    def tokenizer(self):
+        return self.language_model.tokenizer
+
+    @property
+    def num_video_tokens(self) -> int:
+        return self.global_encoder.num_video_tokens
+
+    def make_prompter(self, questions: list[str] | None = None, sample_question: bool = True,
+                      template: str = "vicuna_v1") -> GroundedCaptionPrompter:
+        return GroundedCaptionPrompter(self.tokenizer, self.num_video_tokens, template=template,
+                                       questions=questions, sample_question=sample_question)
+
+    @property
+    def prompter(self) -> GroundedCaptionPrompter:
+        if self._prompter is None:
+            self._prompter = self.make_prompter()
+        return self._prompter
+
+    @prompter.setter
+    def prompter(self, value: GroundedCaptionPrompter) -> None:
+        self._prompter = value
+
+    # -- parts -------------------------------------------------------------------------------------
+    def encode_video(self, global_frames: Tensor) -> Tensor:
+        """Video tokens for the LLM: ``(B, N, llm_dim)``."""
+        return self.global_encoder(global_frames)
+
+    def encode_grounding(self, grounding_frames: Tensor) -> Tensor:
+        """Grounding features ``(B, T, dim, h, w)``."""
+        return self.grounding_encoder(grounding_frames)
+
+    def det_queries(self, input_ids: Tensor, attention_mask: Tensor, video_embeds: Tensor,
+                    labels: Tensor | None = None, num_slots: int | None = None) -> tuple[Tensor | None, Tensor, Tensor]:
+        """LLM pass -> ``(lm_loss, queries (B, P, dim), num_det (B,))``.
+
+        ``num_slots`` defaults to the largest [DET] count of the batch.
+        """
+        lm_loss, hidden = self.language_model(input_ids, attention_mask, video_embeds, labels)
+        det_mask = input_ids == self.language_model.det_token_id
+        if num_slots is None:
+            num_slots = int(det_mask.sum(dim=1).max()) if det_mask.numel() else 0
+        det_hidden, num_det = gather_det_hidden(hidden, det_mask, num_slots)
+        # The LLM may run in bf16 while the projections stay fp32.
+        det_hidden = det_hidden.to(self.query_projector[0].weight.dtype)
+        return lm_loss, self.query_projector(det_hidden), num_det
+
+    def decode_boxes(self, grounding_features: Tensor, queries: Tensor,
+                     phrase_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """``(B, T, C, h, w)`` x ``(B, P, dim)`` -> boxes ``(B, T, P, 4)``, objectness logits ``(B, T, P)``."""
+        decoded = self.box_decoder(grounding_features, queries, phrase_mask)
+        boxes = self.box_head(decoded)
+        objectness = self.objectness_head(decoded) if self.objectness_head is not None else None
+        return boxes, objectness
+
+    # -- whole model -------------------------------------------------------------------------------
+    def forward(self, global_frames: Tensor, grounding_frames: Tensor, input_ids: Tensor, attention_mask: Tensor,
+                labels: Tensor | None = None, phrase_mask: Tensor | None = None) -> GroveOutput:
+        video_embeds = self.encode_video(global_frames)
+        num_slots = None if phrase_mask is None else phrase_mask.shape[1]
+        lm_loss, queries, num_det = self.det_queries(input_ids, attention_mask, video_embeds, labels, num_slots)
+        if phrase_mask is None:
+            phrase_mask = torch.arange(queries.shape[1], device=queries.device).unsqueeze(0) < num_det.unsqueeze(1)
+        boxes, objectness = self.decode_boxes(self.encode_grounding(grounding_frames), queries, phrase_mask)
+        return GroveOutput(lm_loss=lm_loss, boxes=boxes, objectness_logits=objectness, num_det=num_det)
+
+    @torch.no_grad()
+    def generate_captions(self, global_frames: Tensor, max_new_tokens: int = 64,
+                          video_embeds: Tensor | None = None) -> list[str]:
+        """Greedy captions (the evaluation question), decoded with GROVE's tags kept."""
+        if video_embeds is None:
+            video_embeds = self.encode_video(global_frames)
+        prompts = self.prompter.encode_prompts(video_embeds.shape[0])
+        device = video_embeds.device
+        ids = self.language_model.generate(video_embeds, prompts["input_ids"].to(device),
+                                           prompts["attention_mask"].to(device), max_new_tokens=max_new_tokens)
+        return [self.prompter.decode(seq) for seq in ids]
+
+    # -- trainable parameters ----------------------------------------------------------------------
+    def parameter_groups(self) -> dict[str, list[tuple[str, nn.Parameter]]]:
+        """Named parameters by role (see ``PARAMETER_GROUPS``); every parameter is in one group."""
+        groups: dict[str, list[tuple[str, nn.Parameter]]] = {name: [] for name in PARAMETER_GROUPS}
+        pos_embed = self.grounding_encoder.pos_embed
+        embedding_ids = {id(p) for p in self.language_model.get_input_embeddings().parameters()}
+        embedding_ids |= {id(p) for p in self.language_model.get_output_embeddings().parameters()}
+        for name, param in self.named_parameters():
+            if name.startswith("global_encoder.backbone."):
+                group = "global_backbone"
+            elif name.startswith("global_encoder.adapters."):
+                group = "global_adapters"
+            elif name.startswith("global_encoder.projector."):
+                group = "vision_projector"
+            elif param is pos_embed:
+                group = "grounding_pos_embed"
+            elif name.startswith("grounding_encoder.backbone."):
+                group = "grounding_backbone"
+            elif name.startswith("grounding_encoder.adapters."):
+                group = "grounding_adapters"
+            elif name.startswith("language_model."):
+                group = ("llm_embeddings" if id(param) in embedding_ids
+                         else "llm_lora" if ".lora_" in name else "llm_blocks")
+            elif name.startswith("query_projector."):
+                group = "query_projector"
+            elif name.startswith("box_decoder."):
+                group = "box_decoder"
+            elif name.startswith(("box_head.", "objectness_head.")):
+                group = "heads"
+            else:  # a new submodule must be assigned a group explicitly
+                raise RuntimeError(f"parameter {name} belongs to no parameter group")
+            groups[group].append((name, param))
+        return groups
+
+    def configure_trainable(self, trainable: Iterable[str] = PAPER_TRAINABLE) -> dict[str, int]:
+        """Set ``requires_grad`` per group: the named groups train, all others freeze.
+
+        Returns the number of trainable parameters per group.
+        """
+        trainable = set(trainable)
+        unknown = trainable - set(PARAMETER_GROUPS)
+        if unknown:
+            raise ValueError(f"unknown parameter groups {sorted(unknown)}; choose from {PARAMETER_GROUPS}")
+        counts = {}
+        for group, params in self.parameter_groups().items():
+            for _, param in params:
+                param.requires_grad_(group in trainable)
+            counts[group] = sum(p.numel() for _, p in params) if group in trainable else 0
+        return counts
+
+
+def build_on_meta(global_encoder: GlobalEncoderConfig, grounding_encoder: GroundingEncoderConfig,
+                  language_model: LanguageModelConfig, decoder: DecoderConfig, tokenizer=None) -> Grove:
+    """Instantiate GROVE on the meta device: shapes and parameter counts, no memory, no weights.
+
+    Checkpoint paths are ignored (nothing is loaded); without ``tokenizer`` and ``path``, the tiny
+    tokenizer stands in (the LLM's vocabulary then comes from ``llama_config``).
+    """
+    from dataclasses import replace
+
+    configs = (replace(global_encoder, checkpoint=None), replace(grounding_encoder, checkpoint=None),
+               replace(language_model, path=None), replace(decoder, checkpoint=None))
+    with torch.device("meta"):
+        return Grove(*configs, tokenizer=tokenizer)
+
+
+__all__ = ["Grove", "GroveOutput", "gather_det_hidden", "build_on_meta", "PARAMETER_GROUPS", "PAPER_TRAINABLE"]

@@ -1,0 +1,136 @@
+"""The LLM of GROVE: a causal LM whose prompt carries projected video tokens.
+
+The prompt holds ``num_video_tokens`` placeholder tokens; their embeddings are replaced by the
+video tokens (masked scatter), so the whole multimodal sequence is one ``inputs_embeds`` tensor.
+The language-modelling loss is computed here, on the answer positions only (labels != -100),
+and the post-norm last-layer hidden states are returned for the [DET] queries.
+"""
+from __future__ import annotations
+
+import core  # noqa: F401  (torchvision compatibility before transformers imports it)
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+from core.paths import DATA_DIR
+from models.configs import LanguageModelConfig, require_path
+from models.prompting import DET_TOKEN, IGNORE_INDEX, VIDEO_TOKEN, add_grove_tokens
+from models.tiny_tokenizer import build_tiny_tokenizer
+
+TINY_TOKENIZER_DIR = DATA_DIR / "tiny_tokenizer"
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def load_tokenizer(config: LanguageModelConfig):
+    """The configured tokenizer (``tokenizer_path``, else ``path``, else the tiny BPE tokenizer)."""
+    source = config.tokenizer_path or config.path
+    if source is None:
+        return build_tiny_tokenizer(TINY_TOKENIZER_DIR)
+    key = "model.language_model.tokenizer_path" if config.tokenizer_path else "model.language_model.path"
+    return AutoTokenizer.from_pretrained(str(require_path(source, key)), use_fast=True)
+
+
+def build_causal_lm(config: LanguageModelConfig, tokenizer) -> nn.Module:
+    """The pretrained LLM from ``path``, or a random LLaMA from ``llama_config``."""
+    if config.torch_dtype not in _DTYPES:
+        raise ValueError(f"model.language_model.torch_dtype must be one of {sorted(_DTYPES)}, got {config.torch_dtype!r}")
+    dtype = _DTYPES[config.torch_dtype]
+    extra = {"attn_implementation": config.attn_implementation} if config.attn_implementation else {}
+    if config.path is not None:
+        location = require_path(config.path, "model.language_model.path")
+        return AutoModelForCausalLM.from_pretrained(str(location), dtype=dtype, **extra)
+    if config.llama_config is None:
+        raise ValueError("model.language_model: set either 'path' (a local Hugging Face folder) or 'llama_config'")
+    kwargs = {"vocab_size": len(tokenizer), "bos_token_id": tokenizer.bos_token_id,
+              "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id,
+              **dict(config.llama_config), **extra}
+    model = LlamaForCausalLM(LlamaConfig(**kwargs))
+    return model.to(dtype) if dtype != torch.float32 else model
+
+
+class GroveLanguageModel(nn.Module):
+    """LLM + tokenizer with GROVE's tokens; ``forward`` returns ``(lm_loss, last_hidden_state)``."""
+
+    def __init__(self, config: LanguageModelConfig, tokenizer=None):
+        super().__init__()
+        self.config = config
+        self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(config)
+        add_grove_tokens(self.tokenizer)
+        self.model = build_causal_lm(config, self.tokenizer)
+        if len(self.tokenizer) > self.model.get_input_embeddings().num_embeddings:
+            # New rows start at the mean embedding (transformers' default), a neutral start for [DET].
+            self.model.resize_token_embeddings(len(self.tokenizer))
+        if config.lora_r > 0:
+            from peft import LoraConfig, inject_adapter_in_model
+
+            lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                              target_modules=list(config.lora_target_modules), bias="none")
+            before = {name: p.requires_grad for name, p in self.model.named_parameters()}
+            inject_adapter_in_model(lora, self.model)  # in place: parameter names stay the HF ones
+            for name, param in self.model.named_parameters():  # freezing is Grove.configure_trainable's job
+                param.requires_grad_(before.get(name.replace(".base_layer", ""), True))
+        if config.gradient_checkpointing:
+            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.det_token_id = self.tokenizer.convert_tokens_to_ids(DET_TOKEN)
+        self.video_token_id = self.tokenizer.convert_tokens_to_ids(VIDEO_TOKEN)
+
+    @property
+    def hidden_size(self) -> int:
+        return self.model.config.hidden_size
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.model.get_input_embeddings()
+
+    def get_output_embeddings(self) -> nn.Module:
+        return self.model.get_output_embeddings()
+
+    def embed_tokens(self, input_ids: Tensor) -> Tensor:
+        return self.get_input_embeddings()(input_ids)
+
+    def build_inputs_embeds(self, input_ids: Tensor, video_embeds: Tensor) -> Tensor:
+        """Token embeddings with the video placeholders replaced, in order, by ``video_embeds``."""
+        embeds = self.embed_tokens(input_ids)
+        is_video = (input_ids == self.video_token_id).unsqueeze(-1)
+        expected = video_embeds.shape[0] * video_embeds.shape[1]
+        found = int(is_video.sum())
+        if found != expected or video_embeds.shape[0] != input_ids.shape[0]:
+            raise ValueError(f"prompts hold {found} video placeholder tokens, expected {video_embeds.shape[1]} per "
+                             f"sequence for video tokens of shape {tuple(video_embeds.shape)}")
+        return embeds.masked_scatter(is_video, video_embeds.to(embeds.dtype))
+
+    def _decoder(self) -> nn.Module:
+        """The transformer body (LlamaModel for LLaMA), whose output is post final norm."""
+        return self.model.get_decoder()
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor, video_embeds: Tensor,
+                labels: Tensor | None = None) -> tuple[Tensor | None, Tensor]:
+        inputs_embeds = self.build_inputs_embeds(input_ids, video_embeds)
+        hidden = self._decoder()(inputs_embeds=inputs_embeds, attention_mask=attention_mask,
+                                 use_cache=False).last_hidden_state
+        loss = None
+        if labels is not None:
+            # Next-token loss; logits only where a label exists (skips the long video prefix).
+            target = labels[:, 1:]
+            keep = target != IGNORE_INDEX
+            logits = self.get_output_embeddings()(hidden[:, :-1][keep]).float()
+            count = keep.sum()
+            loss = F.cross_entropy(logits, target[keep], reduction="sum") / count.clamp(min=1)
+        return loss, hidden
+
+    @torch.no_grad()
+    def generate(self, video_embeds: Tensor, prompt_ids: Tensor, prompt_attention_mask: Tensor,
+                 max_new_tokens: int = 64) -> list[list[int]]:
+        """Greedy decoding with KV cache from left-padded prompts; new token ids, EOS excluded."""
+        inputs_embeds = self.build_inputs_embeds(prompt_ids, video_embeds)
+        generation = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+                                      eos_token_id=self.tokenizer.eos_token_id,
+                                      pad_token_id=self.tokenizer.pad_token_id,
+                                      bos_token_id=self.tokenizer.bos_token_id)
+        out = self.model.generate(inputs_embeds=inputs_embeds, attention_mask=prompt_attention_mask,
+                                  generation_config=generation)
+        eos = self.tokenizer.eos_token_id
+        sequences = []
+        for row in out.tolist():
+            sequences.append(row[: row.index(eos)] if eos in row else row)
+        return sequences

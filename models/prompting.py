@@ -1,0 +1,238 @@
+"""GROVE's prompt and target text: the chat-formatted request, the tagged answer, and parsing it back.
+
+The LLM is asked ``The <video> provides an overview of the video.\\n<question>`` in Vicuna's chat
+format and answers with the caption in which each grounded phrase is written
+``<p> phrase </p> [DET]``. ``<video>`` becomes ``num_video_tokens`` placeholder tokens that the
+language model replaces by the projected video tokens. The k-th [DET] of a sequence belongs to
+the k-th tagged phrase (order of appearance).
+
+Prompt and answer are tokenised separately and concatenated, so the prompt tokens are identical
+in training and generation and the loss mask is exact. A :class:`GroundedCaptionPrompter` holds
+only a tokenizer and plain values, so it pickles into DataLoader workers.
+"""
+from __future__ import annotations
+
+import random
+import re
+
+import torch
+from torch import Tensor
+
+DET_TOKEN = "[DET]"
+PHRASE_START = "<p>"
+PHRASE_END = "</p>"
+VIDEO_TOKEN = "<vid>"
+GROVE_SPECIAL_TOKENS = (DET_TOKEN, PHRASE_START, PHRASE_END, VIDEO_TOKEN)
+IGNORE_INDEX = -100
+
+VIDEO_PLACEHOLDER = "<video>"
+VIDEO_PREAMBLE = f"The {VIDEO_PLACEHOLDER} provides an overview of the video.\n"
+# The paper's question first: evaluation always asks it; training samples among all six.
+DEFAULT_QUESTIONS = (
+    "Could you please give me a description of the video? Please respond with interleaved bounding "
+    "boxes for the corresponding parts of the answer.",
+    "What happens in this video? Answer with a caption and interleave bounding boxes for the phrases "
+    "that name objects.",
+    "Please describe what is going on in the video, and give interleaved bounding boxes for the "
+    "corresponding phrases.",
+    "Can you tell me what this video shows? Please respond with interleaved bounding boxes for the "
+    "corresponding parts of the answer.",
+    "Describe the video for me, please. Interleave bounding boxes with the parts of the answer they "
+    "refer to.",
+    "Could you summarise the content of this video? Please output interleaved bounding boxes for "
+    "the corresponding phrases.",
+)
+CHAT_TEMPLATES = {
+    # Vicuna v1 (LLaVA's conv_vicuna_v1): system, then "USER: ... ASSISTANT:"; answers end with EOS.
+    "vicuna_v1": ("A chat between a curious user and an artificial intelligence assistant. The assistant "
+                  "gives helpful, detailed, and polite answers to the user's questions. USER: {user} ASSISTANT:"),
+    # No system text; for small models trained from scratch.
+    "plain": "USER: {user} ASSISTANT:",
+}
+
+_PHRASE = re.compile(r"<p>\s*(.*?)\s*</p>", re.DOTALL)
+_TAG = re.compile(r"(<p>|</p>)")
+
+
+def add_grove_tokens(tokenizer) -> list[str]:
+    """Add GROVE's special tokens (and a pad token) to ``tokenizer`` where missing; returns those added.
+
+    The caller must resize the LLM's embeddings to ``len(tokenizer)`` afterwards.
+    """
+    vocab = tokenizer.get_vocab()
+    missing = [tok for tok in GROVE_SPECIAL_TOKENS if tok not in vocab]
+    if missing:
+        tokenizer.add_tokens(missing, special_tokens=True)
+    if tokenizer.pad_token is None:  # LLaMA/Vicuna ship none; LLaVA pads with <unk>
+        tokenizer.pad_token = tokenizer.unk_token if tokenizer.unk_token is not None else tokenizer.eos_token
+    return missing
+
+
+def _collapse(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r"\s+([.,;:!?])", r"\1", text)
+
+
+def format_target(tagged_caption: str) -> str:
+    """``... <p>a red circle</p> ...`` -> ``... <p> a red circle </p> [DET] ...`` (existing [DET]s dropped)."""
+    text = tagged_caption.replace(DET_TOKEN, " ")
+    # A function replacement: phrase text is inserted verbatim, whatever characters it holds.
+    text = _PHRASE.sub(lambda m: f"{PHRASE_START} {m.group(1)} {PHRASE_END} {DET_TOKEN}", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def parse_tagged_text(text: str, drop: tuple[str, ...] = ()) -> tuple[str, str, list[str]]:
+    """Generated text -> ``(tagged_caption "<p>x</p>" style, plain caption, phrases)``.
+
+    Tolerates missing [DET] tokens, extra spaces, stray ``</p>``, a ``<p>`` opened inside a
+    phrase (closes the previous one) and a phrase left open at the end (closed there); empty
+    phrases lose their tags. Strings in ``drop`` (e.g. EOS/pad) are removed first.
+    """
+    for token in (*drop, DET_TOKEN, VIDEO_TOKEN):
+        if token:
+            text = text.replace(token, " ")
+    tagged_parts: list[str] = []
+    plain_parts: list[str] = []
+    phrases: list[str] = []
+    inside = False
+    current: list[str] = []
+
+    def close() -> None:
+        phrase = _collapse("".join(current))
+        if phrase:
+            phrases.append(phrase)
+            tagged_parts.append(f"{PHRASE_START}{phrase}{PHRASE_END}")
+            plain_parts.append(phrase)
+        current.clear()
+
+    for piece in _TAG.split(text):
+        if piece == PHRASE_START:
+            if inside:
+                close()
+            inside = True
+        elif piece == PHRASE_END:
+            if inside:
+                close()
+            inside = False
+        elif inside:
+            current.append(piece)
+        else:
+            tagged_parts.append(piece)
+            plain_parts.append(piece)
+    if inside:
+        close()
+    return _collapse(" ".join(tagged_parts)), _collapse(" ".join(plain_parts)), phrases
+
+
+class GroundedCaptionPrompter:
+    """Tokenises GROVE's prompts and targets; parses generated answers.
+
+    Args:
+        tokenizer: a Hugging Face tokenizer that already holds GROVE's special tokens
+            (:func:`add_grove_tokens`) and has bos/eos/pad tokens.
+        num_video_tokens: how many placeholder tokens stand for the video.
+        template: chat template name (``vicuna_v1`` or ``plain``).
+        questions: question paraphrases; the first is the evaluation question.
+        sample_question: draw a random paraphrase in :meth:`encode_training` when given an rng.
+    """
+
+    def __init__(self, tokenizer, num_video_tokens: int, template: str = "vicuna_v1",
+                 questions: list[str] | None = None, sample_question: bool = True):
+        if template not in CHAT_TEMPLATES:
+            raise ValueError(f"chat template must be one of {sorted(CHAT_TEMPLATES)}, got {template!r}")
+        vocab = tokenizer.get_vocab()
+        missing = [tok for tok in GROVE_SPECIAL_TOKENS if tok not in vocab]
+        if missing:
+            raise ValueError(f"tokenizer lacks GROVE's special tokens {missing}; call add_grove_tokens first")
+        for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
+            if getattr(tokenizer, name) is None:
+                raise ValueError(f"tokenizer has no {name[:-3]}")
+        if num_video_tokens < 1:
+            raise ValueError(f"num_video_tokens must be >= 1, got {num_video_tokens}")
+        self.tokenizer = tokenizer
+        self.num_video_tokens = int(num_video_tokens)
+        self.template = template
+        self.questions = tuple(questions) if questions else DEFAULT_QUESTIONS
+        self.sample_question = sample_question
+        self.det_token_id = tokenizer.convert_tokens_to_ids(DET_TOKEN)
+        self.video_token_id = tokenizer.convert_tokens_to_ids(VIDEO_TOKEN)
+        self._prompt_cache: dict[str, list[int]] = {}
+
+    # -- prompts -----------------------------------------------------------------------------------
+    def prompt_ids(self, question: str) -> list[int]:
+        """BOS + chat-formatted request with ``<video>`` expanded to the placeholder tokens."""
+        ids = self._prompt_cache.get(question)
+        if ids is None:
+            text = CHAT_TEMPLATES[self.template].format(user=VIDEO_PREAMBLE + question)
+            before, after = text.split(VIDEO_PLACEHOLDER, 1)
+            encode = lambda s: self.tokenizer(s, add_special_tokens=False)["input_ids"]  # noqa: E731
+            ids = [self.tokenizer.bos_token_id, *encode(before), *[self.video_token_id] * self.num_video_tokens,
+                   *encode(after)]
+            self._prompt_cache[question] = ids
+        return list(ids)
+
+    def _question(self, rng: random.Random | None) -> str:
+        if self.sample_question and rng is not None:
+            return rng.choice(self.questions)
+        return self.questions[0]
+
+    def answer_ids(self, tagged_captions: list[str]) -> list[list[int]]:
+        """Target token ids (``<p> phrase </p> [DET]`` format) followed by EOS."""
+        texts = [" " + format_target(c) for c in tagged_captions]
+        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+        return [ids + [self.tokenizer.eos_token_id] for ids in encoded]
+
+    def encode_training(self, tagged_captions: list[str], rng: random.Random | None = None) -> dict[str, Tensor]:
+        """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 outside the answer)."""
+        question = self._question(rng)
+        prompt = self.prompt_ids(question)
+        answers = self.answer_ids(list(tagged_captions))
+        length = max((len(prompt) + len(a) for a in answers), default=len(prompt))
+        b = len(answers)
+        input_ids = torch.full((b, length), self.tokenizer.pad_token_id, dtype=torch.long)
+        labels = torch.full((b, length), IGNORE_INDEX, dtype=torch.long)
+        attention_mask = torch.zeros((b, length), dtype=torch.long)
+        for i, answer in enumerate(answers):  # builds small CPU tensors once per batch, in the collate
+            n = len(prompt) + len(answer)
+            input_ids[i, :n] = torch.tensor(prompt + answer)
+            labels[i, len(prompt):n] = torch.tensor(answer)
+            attention_mask[i, :n] = 1
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+    def encode_prompts(self, batch_size: int, rng: random.Random | None = None) -> dict[str, Tensor]:
+        """Prompts for generation, ``input_ids``/``attention_mask`` (one question per call, so the rows
+        are identical and need no padding; :meth:`left_pad` pads rows of different lengths)."""
+        prompt = self.prompt_ids(self._question(rng))
+        ids = torch.tensor(prompt, dtype=torch.long).unsqueeze(0).expand(batch_size, -1).clone()
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+    @staticmethod
+    def left_pad(sequences: list[list[int]], pad_id: int) -> dict[str, Tensor]:
+        """Left-pad token lists into ``input_ids``/``attention_mask`` for generation."""
+        length = max((len(s) for s in sequences), default=0)
+        ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(sequences), length), dtype=torch.long)
+        for i, seq in enumerate(sequences):
+            if seq:
+                ids[i, length - len(seq):] = torch.tensor(seq)
+                mask[i, length - len(seq):] = 1
+        return {"input_ids": ids, "attention_mask": mask}
+
+    # -- answers -----------------------------------------------------------------------------------
+    def det_positions(self, input_ids: Tensor) -> Tensor:
+        """Boolean mask of [DET] tokens."""
+        return input_ids == self.det_token_id
+
+    def decode(self, token_ids: list[int]) -> str:
+        """Generated ids -> text with GROVE's tags kept; stops at the first EOS, drops padding."""
+        eos = self.tokenizer.eos_token_id
+        if eos in token_ids:
+            token_ids = token_ids[: token_ids.index(eos)]
+        token_ids = [t for t in token_ids if t != self.tokenizer.pad_token_id]
+        return self.tokenizer.decode(token_ids, skip_special_tokens=False)
+
+    def parse_generated(self, text: str) -> tuple[str, str, list[str]]:
+        """Generated text -> ``(tagged_caption, caption, phrases)``; see :func:`parse_tagged_text`."""
+        tok = self.tokenizer
+        drop = tuple(t for t in (tok.eos_token, tok.bos_token, tok.pad_token, tok.unk_token) if t)
+        return parse_tagged_text(text, drop=drop)

@@ -1,0 +1,69 @@
+"""Offline evaluator: every GT layout gives the same report; missing/extra clips; threshold filter."""
+import json
+
+import pytest
+
+from datamodules.records import write_records_json, write_records_pickle, write_records_pickle_folder
+from metrics.evaluate import evaluate_files, filter_by_objectness, format_table, main
+from tests.metric_fixtures import random_dataset
+
+FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)
+
+
+@pytest.fixture()
+def files(tmp_path):
+    records, preds = random_dataset(seed=3, n=6)
+    paths = {
+        "json": write_records_json(records, tmp_path / "gt.json"),
+        "pickle": write_records_pickle(records, tmp_path / "gt.pkl"),
+        "folder": write_records_pickle_folder(records, tmp_path / "gt_folder"),
+    }
+    pred_path = tmp_path / "pred.json"
+    pred_path.write_text(json.dumps(preds))
+    return records, preds, paths, pred_path
+
+
+def test_same_report_for_every_layout(files):
+    _, _, paths, pred_path = files
+    reports = {name: evaluate_files(p, pred_path, **FAST) for name, p in paths.items()}
+    assert reports["json"] == reports["pickle"] == reports["folder"]
+    assert {"AP50", "mIoU", "recall", "AP50_frame", "mIoU_frame", "recall_frame"} <= set(reports["json"]["metrics"])
+
+
+def test_missing_clips_count_as_empty_and_extra_are_listed(files, tmp_path):
+    records, preds, paths, _ = files
+    dropped = records[2].key
+    partial = {k: v for k, v in preds.items() if k != dropped}
+    partial["not_a_clip"] = preds[records[0].key]
+    p = tmp_path / "partial.json"
+    p.write_text(json.dumps(partial))
+    report = evaluate_files(paths["json"], p, **FAST)
+    assert report["missing_predictions"] == [dropped]
+    assert report["ignored_predictions"] == ["not_a_clip"]
+    explicit = dict(partial)
+    del explicit["not_a_clip"]
+    explicit[dropped] = {"caption": "", "phrases": [], "frames": []}
+    q = tmp_path / "explicit.json"
+    q.write_text(json.dumps(explicit))
+    assert evaluate_files(paths["json"], q, **FAST)["metrics"] == report["metrics"]
+    assert dropped in format_table(report)
+
+
+def test_objectness_threshold_filter(files, tmp_path):
+    _, preds, paths, pred_path = files
+    filtered = {k: filter_by_objectness(v, 0.6) for k, v in preds.items()}
+    assert all(s >= 0.6 for v in filtered.values() for f in v["frames"] for s in f["scores"])
+    q = tmp_path / "filtered.json"
+    q.write_text(json.dumps(filtered))
+    assert (evaluate_files(paths["json"], pred_path, objectness_threshold=0.6, **FAST)["metrics"]
+            == evaluate_files(paths["json"], q, **FAST)["metrics"])
+
+
+def test_cli_writes_report(files, tmp_path, capsys):
+    _, _, paths, pred_path = files
+    out = tmp_path / "report.json"
+    main(["--gt", str(paths["folder"]), "--pred", str(pred_path), "--level", "frame", "--text-encoder", "exact",
+          "--caption-metrics", "", "--no-capture", "--out", str(out)])
+    report = json.loads(out.read_text())
+    assert "AP50_frame" in report["metrics"] and "AP50" not in report["metrics"]
+    assert "AP50_frame" in capsys.readouterr().out

@@ -1,0 +1,69 @@
+"""GroundedCaptionMetrics: de-duplication by key and DDP (gloo, 2 processes) parity with one process."""
+import os
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from metrics.grounded_caption_metric import GroundedCaptionMetrics
+from tests.metric_fixtures import random_dataset
+
+
+def _metric(records):
+    return GroundedCaptionMetrics(references=records, text_encoder="exact", caption_metrics=(), capture=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker(rank, world, port, keys_per_rank, queue):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        records, preds = random_dataset(seed=7, n=9)
+        metric = _metric(records)
+        for key in keys_per_rank[rank]:  # one update per "batch" of one clip
+            metric.update({key: preds[key]})
+        queue.put((rank, metric.compute()))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_single_process_deduplicates_repeated_clips():
+    records, preds = random_dataset(seed=7, n=9)
+    once, twice = _metric(records), _metric(records)
+    once.update(preds)
+    twice.update(preds)
+    twice.update({k: preds[k] for k in list(preds)[:3]})  # sampler padding repeats clips
+    assert once.compute() == twice.compute()
+
+
+@pytest.mark.slow
+def test_two_process_gloo_equals_one_process():
+    records, preds = random_dataset(seed=7, n=9)
+    single = _metric(records)
+    single.update(preds)
+    expected = single.compute()
+    keys = sorted(preds)
+    # DistributedSampler-style split of 9 clips over 2 ranks: 5 each, the 10th repeats clip 0
+    padded = keys + keys[:1]
+    shards = [padded[0::2], padded[1::2]]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_worker, args=(r, 2, port, shards, queue)) for r in range(2)]
+    for p in procs:
+        p.start()
+    results = dict(queue.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    for rank in range(2):
+        assert results[rank].keys() == expected.keys()
+        for k, v in expected.items():
+            assert results[rank][k] == pytest.approx(v, abs=1e-9), k

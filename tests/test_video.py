@@ -1,0 +1,184 @@
+"""Video access: decoded frames are the written ones, sparse reads equal a full decode, bad files fail clearly."""
+from fractions import Fraction
+
+import av
+import numpy as np
+import pytest
+from PIL import Image
+
+from datamodules.video import FrameFolderSource, PyAVVideoSource, VideoDecodeError, open_video, write_video
+
+NUM_FRAMES, HEIGHT, WIDTH, FPS = 60, 48, 64, 25
+BLOCK = 8  # marker blocks large enough to survive compression
+
+
+def marked_frames(num_frames=NUM_FRAMES, height=HEIGHT, width=WIDTH, seed=0):
+    """Smooth random frames whose top row of 8x8 blocks spells the frame index in binary."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(60, 190, size=(num_frames, 1, 1, 3))
+    yy, xx = np.mgrid[0:height, 0:width]
+    wave = 25 * np.sin(xx[None] / rng.uniform(5, 15, (num_frames, 1, 1)) + yy[None] / 9.0)
+    frames = base + wave[..., None]
+    bits = (np.arange(num_frames)[:, None] >> np.arange(-(-width // BLOCK))[None]) & 1  # (N, blocks)
+    marker = np.repeat(bits, BLOCK, axis=1)[:, None, :width] * 255.0  # (N, 1, W)
+    frames[:, :BLOCK] = marker[..., None]
+    return np.clip(frames, 0, 255).astype(np.uint8)
+
+
+def decode_marker(frames):
+    centres = frames[:, BLOCK // 2, BLOCK // 2::BLOCK].mean(-1) > 127  # (N, blocks)
+    return (centres * (1 << np.arange(centres.shape[1]))).sum(1)
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory):
+    frames = marked_frames()
+    path = write_video(tmp_path_factory.mktemp("video") / "clip.mp4", frames, FPS, gop=10)
+    return path, frames
+
+
+def test_decoded_frames_equal_written(video):
+    path, drawn = video
+    with PyAVVideoSource(path) as src:
+        assert (src.num_frames, src.fps, src.width, src.height) == (NUM_FRAMES, FPS, WIDTH, HEIGHT)
+        decoded = src.read_all()
+    assert decoded.shape == drawn.shape and decoded.dtype == np.uint8
+    assert np.abs(decoded.astype(float) - drawn).mean() < 3.0
+    # each decoded frame is nearest to its own drawn frame, and carries its own index
+    dist = ((decoded[:, None].astype(float) - drawn[None].astype(float)) ** 2).mean((2, 3, 4))
+    np.testing.assert_array_equal(dist.argmin(1), np.arange(NUM_FRAMES))
+    np.testing.assert_array_equal(decode_marker(decoded), np.arange(NUM_FRAMES))
+
+
+def test_random_subsets_equal_full_decode(video):
+    path, _ = video
+    rng = np.random.default_rng(1)
+    with PyAVVideoSource(path) as src:
+        full = src.read_all()
+        cases = [[NUM_FRAMES - 1], [NUM_FRAMES, NUM_FRAMES + 3, 0], [5, 5, 5], [59, 0, 30, 29, 31, 9, 10, 11]]
+        cases += [rng.integers(0, NUM_FRAMES + 2, size=rng.integers(1, 12)).tolist() for _ in range(25)]
+        for indices in cases:
+            got = src.read_frames(indices)
+            expected = full[np.minimum(indices, NUM_FRAMES - 1)]
+            np.testing.assert_array_equal(got, expected, err_msg=str(indices))
+        assert src.read_frames([]).shape == (0, HEIGHT, WIDTH, 3)
+        with pytest.raises(IndexError):
+            src.read_frames([-1])
+
+
+def test_sparse_read_decodes_only_the_needed_gops(video):
+    path, _ = video
+    src = PyAVVideoSource(path)
+    decoded = []
+    original = src._decode_from
+
+    def counting(target):
+        for item in original(target):
+            decoded.append(item[0])
+            yield item
+
+    src._decode_from = counting
+    src.read_frames([NUM_FRAMES - 1])
+    assert len(decoded) <= 12  # one GOP (10 frames) plus B-frame slack, not 60 frames
+    decoded.clear()
+    src.read_frames([2, 55])  # far apart: seeks instead of decoding through the middle
+    assert len(decoded) <= 2 * 12
+    src.close()
+
+
+def _write_with_offset(path, frames, start_pts, fps=FPS, options=None):
+    """A stream whose first timestamp is not 0 (as cut or remuxed videos have)."""
+    with av.open(str(path), "w", options=options or {}) as container:
+        stream = container.add_stream("libx264", rate=Fraction(fps))
+        stream.width, stream.height, stream.pix_fmt = frames.shape[2], frames.shape[1], "yuv420p"
+        stream.codec_context.gop_size = 10
+        for i, array in enumerate(frames):
+            frame = av.VideoFrame.from_ndarray(array, format="rgb24")
+            frame.pts = start_pts + i
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".mkv"])
+def test_streams_not_starting_at_zero(tmp_path, suffix):
+    drawn = marked_frames(40, seed=3)
+    path = tmp_path / f"offset{suffix}"
+    _write_with_offset(path, drawn, start_pts=17)
+    with PyAVVideoSource(path) as src:
+        assert src.num_frames == 40  # Matroska has no frame count: counted by demuxing
+        full = src.read_all()
+        np.testing.assert_array_equal(decode_marker(full), np.arange(40))
+        for indices in ([0], [39], [12, 3, 38, 20, 20], [21, 22, 40]):
+            np.testing.assert_array_equal(decode_marker(src.read_frames(indices)), np.minimum(indices, 39))
+
+
+def test_write_video_odd_size_and_bad_input(tmp_path):
+    drawn = marked_frames(10, height=30, width=45)
+    with PyAVVideoSource(write_video(tmp_path / "odd.mp4", drawn, 10)) as src:
+        assert (src.width, src.height, src.num_frames) == (45, 30, 10)
+        assert np.abs(src.read_all().astype(float) - drawn).mean() < 3.0
+    with pytest.raises(ValueError, match="uint8"):
+        write_video(tmp_path / "bad.mp4", drawn.astype(np.float32), 10)
+    assert not list(tmp_path.glob(".*partial*"))
+
+
+def _write_folder(folder, frames, first_number):
+    folder.mkdir()
+    for i, frame in enumerate(frames):
+        Image.fromarray(frame).save(folder / f"{i + first_number:06d}.png")
+
+
+def test_frame_folder_source(tmp_path):
+    drawn = marked_frames(12, seed=5)
+    _write_folder(tmp_path / "one_based", drawn, 1)
+    _write_folder(tmp_path / "zero_based", drawn, 0)
+    with FrameFolderSource(tmp_path / "one_based") as src:
+        assert (src.num_frames, src.width, src.height) == (12, WIDTH, HEIGHT)
+        for indices in ([0], [11, 0, 11, 30], [5, 3, 7]):
+            np.testing.assert_array_equal(src.read_frames(indices), drawn[np.minimum(indices, 11)])
+    np.testing.assert_array_equal(FrameFolderSource(tmp_path / "zero_based", index_offset=0).read_all(), drawn)
+    with pytest.raises(VideoDecodeError, match="index_offset=0"):
+        FrameFolderSource(tmp_path / "zero_based")
+    (tmp_path / "one_based" / "000005.png").unlink()
+    with pytest.raises(VideoDecodeError, match="jump from 4 to 6"):
+        FrameFolderSource(tmp_path / "one_based")
+
+
+def test_open_video_resolution(tmp_path, video):
+    path, _ = video
+    (tmp_path / "a.mp4").write_bytes(path.read_bytes())
+    _write_folder(tmp_path / "b", marked_frames(5), 1)
+    assert isinstance(open_video(tmp_path, "a.mp4"), PyAVVideoSource)
+    with open_video(tmp_path, "a.webm") as src:  # annotation names another container
+        assert src.path == tmp_path / "a.mp4"
+    with open_video(tmp_path, "b.mp4") as src:  # extracted frames
+        assert isinstance(src, FrameFolderSource) and src.num_frames == 5
+    with pytest.raises(FileNotFoundError) as err:
+        open_video(tmp_path, "missing.mp4")
+    for tried in ("missing.mp4", "missing.webm", "missing.mkv"):
+        assert tried in str(err.value)
+
+
+def test_corrupt_files_raise_naming_the_file(tmp_path, video):
+    path, _ = video
+    noise = tmp_path / "noise.mp4"
+    noise.write_bytes(np.random.default_rng(0).integers(0, 256, 5000, dtype=np.uint8).tobytes())
+    truncated = tmp_path / "truncated.mp4"  # moov atom at the end: cut off
+    truncated.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    for bad in (noise, truncated):
+        with pytest.raises(VideoDecodeError, match=bad.name):
+            PyAVVideoSource(bad).read_frames([0])
+
+    # header first (mp4 faststart, Matroska): opens, then the data ends early
+    drawn = marked_frames(40)
+    whole_mp4 = tmp_path / "whole.mp4"
+    _write_with_offset(whole_mp4, drawn, 0, options={"movflags": "faststart"})
+    whole_mkv = write_video(tmp_path / "whole.mkv", drawn, FPS)
+    for whole, message in ((whole_mp4, "ends before frame 39"), (whole_mkv, "implies 40 frames")):
+        cut = tmp_path / f"cut{whole.suffix}"
+        cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+        with PyAVVideoSource(cut) as src:
+            with pytest.raises(VideoDecodeError, match=f"cut{whole.suffix}.*{message}"):
+                src.read_frames([39])
+    with PyAVVideoSource(tmp_path / "cut.mp4") as src:  # what is there still decodes
+        np.testing.assert_array_equal(decode_marker(src.read_frames([0, 1])), [0, 1])

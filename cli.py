@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility: must precede lightning)
 
+from pathlib import Path  # noqa: E402
+
 from lightning.pytorch.cli import LightningCLI  # noqa: E402
 
 import callbacks  # noqa: E402,F401  (registers the project's classes for short names)
@@ -19,10 +21,46 @@ def _prompter_of(model):
     return getattr(model, "prompter", None)
 
 
+# Config keys that name local files, and the README section that says how to obtain them.
+MODEL_PATH_KEYS = {"checkpoint": "Pretrained weights", "path": "Pretrained weights",
+                   "tokenizer_path": "Pretrained weights", "factual_path": "Pretrained weights"}
+DATA_PATH_SUFFIXES = ("_annotations", "video_root")
+
+
+def _as_dict(value) -> dict:
+    if hasattr(value, "as_dict"):  # jsonargparse Namespace
+        return value.as_dict()
+    return value if isinstance(value, dict) else {}
+
+
+def missing_paths(config) -> list[str]:
+    """Every configured local path that does not exist, as 'key: value (README section)' lines."""
+    problems = []
+    model = config.get("model") or {}
+    for part, fields in _as_dict(model.get("init_args")).items():
+        for name, value in _as_dict(fields).items():
+            if name in MODEL_PATH_KEYS and isinstance(value, str) and not Path(value).exists():
+                problems.append(f"model.{part}.{name}: {value!r} (README section '{MODEL_PATH_KEYS[name]}')")
+    data = config.get("data") or {}
+    for name, value in _as_dict(data.get("init_args")).items():
+        if name.endswith(DATA_PATH_SUFFIXES) and isinstance(value, str) and not Path(value).exists():
+            problems.append(f"data.{name}: {value!r} (README section 'Datasets')")
+    return problems
+
+
 class GroveCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:
         # The data pipeline tokenises with the model's own prompter (one tokenizer, one source).
         parser.link_arguments("model", "data.init_args.prompter", compute_fn=_prompter_of, apply_on="instantiate")
+
+    def before_instantiate_classes(self) -> None:
+        # Fail before building a 7B model, with every missing file listed at once.
+        config = self.config[self.config.subcommand] if self.config.get("subcommand") else self.config
+        problems = missing_paths(config)
+        if problems:
+            raise FileNotFoundError("these configured paths do not exist:\n  " + "\n  ".join(problems)
+                                    + "\nSee the README sections named, then fix the config or override "
+                                      "the keys on the command line (e.g. --model.init_args.<part>.<key>=PATH).")
 
 
 def cli_main(args: list[str] | None = None, run: bool = True) -> GroveCLI:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from datamodules.records import GroundedRecord, annotation_grid, read_records, strip_tags, write_records_json
+from datamodules.video import write_video
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +96,11 @@ class SyntheticConfig:
             raise ValueError(f"SyntheticConfig: object_size {self.object_size} / wall_thickness {self.wall_thickness} "
                              "must satisfy 4 <= min <= max and wall >= min object + 4 (the wall must hide an object)")
         if not 1 <= self.min_objects <= self.max_objects <= len(COLOURS) * len(SHAPES):
-            raise ValueError(f"SyntheticConfig: need 1 <= min_objects <= max_objects, got {self.min_objects}, {self.max_objects}")
+            raise ValueError("SyntheticConfig: need 1 <= min_objects <= max_objects, "
+                             f"got {self.min_objects}, {self.max_objects}")
         if self.num_frames < 2 or self.fps <= 0:
-            raise ValueError(f"SyntheticConfig: fps {self.fps} x duration_s {self.duration_s} gives fewer than 2 frames")
+            raise ValueError(f"SyntheticConfig: fps {self.fps} x duration_s {self.duration_s} "
+                             "gives fewer than 2 frames")
         if min(self.num_train, self.num_val, self.num_test) < 0:
             raise ValueError("SyntheticConfig: split sizes must be >= 0")
 
@@ -170,7 +173,7 @@ class SyntheticScene:
     objects: list[SceneObject] = field(default_factory=list)
 
 
-def shape_mask(shape: str, size: int) -> np.ndarray:
+def draw_shape(shape: str, size: int) -> np.ndarray:
     """``(size, size)`` bool template of a shape (pixel centres tested against its outline)."""
     u = (np.arange(size) + 0.5) / size * 2.0 - 1.0  # pixel centres in [-1, 1]
     x, y = u[None, :], u[:, None]
@@ -348,8 +351,8 @@ def sample_scene(rng: np.random.Generator, config: SyntheticConfig) -> Synthetic
         objects = [objects[i] for i in order if objects[i].behind_wall] + \
                   [objects[i] for i in order if not objects[i].behind_wall]
         scene = SyntheticScene(width, height, config.fps, num_frames, background, wall, objects)
-        present = visible_pixel_counts(scene, grid) >= _visible_threshold(scene, config)
-        alone = np.stack([visible_pixel_counts(scene, grid, only=k)[:, k] for k in range(count)], axis=1)
+        present = count_visible_pixels(scene, grid) >= _visible_threshold(scene, config)
+        alone = np.stack([count_visible_pixels(scene, grid, only=k)[:, k] for k in range(count)], axis=1)
         alone_present = alone >= _visible_threshold(scene, config)
         if np.array_equal(present, alone_present) and all(
                 _expected_presence_ok(o.action, present[:, k]) for k, o in enumerate(objects)):
@@ -364,28 +367,28 @@ def _margin(scene: SyntheticScene) -> int:
     return max(o.size for o in scene.objects) + 2
 
 
-def _paint(canvas: np.ndarray, scene: SyntheticScene, frames: np.ndarray, values, erase_wall) -> None:
+def _paint(canvas: np.ndarray, scene: SyntheticScene, frames: np.ndarray, values, redraw_wall) -> None:
     """Paint objects in drawing order onto a padded ``(G, H+2m, W+2m[, C])`` canvas, vectorised over frames.
 
-    ``values[k]`` is what object k paints; ``erase_wall(canvas)`` restores the wall after the
+    ``values[k]`` is what object k paints; ``redraw_wall(canvas)`` restores the wall after the
     behind-the-wall objects are drawn.
     """
     margin = _margin(scene)
-    wall_restored = False
+    wall_drawn = False
     g = np.arange(len(frames))[:, None]
     for k, obj in enumerate(scene.objects):
-        if not obj.behind_wall and not wall_restored:
-            erase_wall(canvas)
-            wall_restored = True
+        if not obj.behind_wall and not wall_drawn:
+            redraw_wall(canvas)
+            wall_drawn = True
         if values[k] is None:
             continue
-        ys, xs = np.nonzero(shape_mask(obj.shape, obj.size))
+        ys, xs = np.nonzero(draw_shape(obj.shape, obj.size))
         top_left = obj.top_left(frames)
         left = np.clip(top_left[:, 0], -margin, scene.width + margin - obj.size) + margin
         top = np.clip(top_left[:, 1], -margin, scene.height + margin - obj.size) + margin
         canvas[g, top[:, None] + ys, left[:, None] + xs] = values[k]
-    if not wall_restored:
-        erase_wall(canvas)
+    if not wall_drawn:
+        redraw_wall(canvas)
 
 
 def _wall_slices(scene: SyntheticScene, margin: int):
@@ -393,7 +396,7 @@ def _wall_slices(scene: SyntheticScene, margin: int):
     return (slice(None), slice(None), span) if scene.wall.vertical else (slice(None), span)
 
 
-def owner_maps(scene: SyntheticScene, frames: np.ndarray, only: int | None = None) -> np.ndarray:
+def render_owners(scene: SyntheticScene, frames: np.ndarray, only: int | None = None) -> np.ndarray:
     """``(G, H, W)`` uint8: which object (``k + 1``) is visible at each pixel, 0 for background/wall.
 
     ``only=k`` draws object k alone (with the wall), to tell what other objects cover.
@@ -403,23 +406,26 @@ def owner_maps(scene: SyntheticScene, frames: np.ndarray, only: int | None = Non
     canvas = np.zeros((len(frames), scene.height + 2 * margin, scene.width + 2 * margin), dtype=np.uint8)
     values = [k + 1 if only is None or only == k else None for k in range(len(scene.objects))]
 
-    def erase_wall(c):
+    def redraw_wall(c):
         c[_wall_slices(scene, margin)] = 0
 
-    _paint(canvas, scene, frames, values, erase_wall)
+    _paint(canvas, scene, frames, values, redraw_wall)
     return canvas[:, margin:margin + scene.height, margin:margin + scene.width]
 
 
-def visible_pixel_counts(scene: SyntheticScene, frames: np.ndarray, only: int | None = None) -> np.ndarray:
+def count_visible_pixels(scene: SyntheticScene, frames: np.ndarray, only: int | None = None) -> np.ndarray:
     """``(G, K)`` number of visible pixels of each object in each of the given frames."""
-    owners = owner_maps(scene, frames, only).reshape(len(frames), -1)
-    counts = np.stack([(owners == k + 1).sum(1) for k in range(len(scene.objects))], axis=1)
-    return counts
+    return _count_owned(render_owners(scene, frames, only), len(scene.objects))
+
+
+def _count_owned(owners: np.ndarray, num_objects: int) -> np.ndarray:
+    flat = owners.reshape(len(owners), -1)
+    return np.stack([(flat == k + 1).sum(1) for k in range(num_objects)], axis=1)
 
 
 def _visible_threshold(scene: SyntheticScene, config: SyntheticConfig) -> np.ndarray:
     """``(K,)`` fewest visible pixels for an object to count as present."""
-    areas = np.array([shape_mask(o.shape, o.size).sum() for o in scene.objects])
+    areas = np.array([draw_shape(o.shape, o.size).sum() for o in scene.objects])
     return np.maximum(config.min_visible_pixels, np.ceil(config.min_visible_fraction * areas))
 
 
@@ -432,14 +438,14 @@ def render_frames(scene: SyntheticScene, frames: np.ndarray | None = None) -> np
     values = [np.array(COLOURS[o.colour], dtype=np.uint8) for o in scene.objects]
     wall = _wall_slices(scene, margin)
 
-    def erase_wall(c):
+    def redraw_wall(c):
         c[wall] = padded[None][wall]
 
-    _paint(canvas, scene, frames, values, erase_wall)
+    _paint(canvas, scene, frames, values, redraw_wall)
     return np.ascontiguousarray(canvas[:, margin:margin + scene.height, margin:margin + scene.width])
 
 
-def tight_boxes(owners: np.ndarray, num_objects: int) -> np.ndarray:
+def fit_tight_boxes(owners: np.ndarray, num_objects: int) -> np.ndarray:
     """``(G, K, 4)`` float32 tight pixel boxes (exclusive ends) of each object's visible pixels."""
     g, h, w = owners.shape
     ids = np.arange(1, num_objects + 1, dtype=owners.dtype)
@@ -455,11 +461,10 @@ def tight_boxes(owners: np.ndarray, num_objects: int) -> np.ndarray:
 def annotate_scene(scene: SyntheticScene, config: SyntheticConfig, video_id: str, clip_id: str = "0") -> GroundedRecord:
     """The canonical record of a scene: caption in order of first appearance, exact boxes on the 5-fps grid."""
     grid = annotation_grid(scene.fps, 0, scene.num_frames - 1)
-    owners = owner_maps(scene, grid)
+    owners = render_owners(scene, grid)
     count = len(scene.objects)
-    pixels = np.stack([(owners == k + 1).sum((1, 2)) for k in range(count)], axis=1)
-    present = pixels >= _visible_threshold(scene, config)
-    boxes = tight_boxes(owners, count)
+    present = _count_owned(owners, count) >= _visible_threshold(scene, config)
+    boxes = fit_tight_boxes(owners, count)
     # clauses follow first appearance; ties keep drawing order (itself a random permutation)
     order = np.argsort(present.argmax(0), kind="stable")
     objects = [scene.objects[k] for k in order]
@@ -494,8 +499,6 @@ def generate_clip(rng: np.random.Generator, config: SyntheticConfig, split: str 
 
 def _make_clip(task: tuple[dict, str, int, str]) -> dict:
     """Worker: generate, encode and return one clip's record as a dict (picklable, cheap to send)."""
-    from datamodules.video import write_video
-
     config_json, split, index, videos_dir = task
     config = SyntheticConfig(**config_json)
     frames, record = generate_clip(clip_rng(config.seed, split, index), config, split, index)
@@ -523,6 +526,12 @@ def _remove_stale_staging(root: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def _write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    tmp.replace(path)
+
+
 def _annotation_paths(root: Path) -> dict[str, Path]:
     return {split: root / "annotations" / f"{split}.json" for split in SPLITS}
 
@@ -533,8 +542,10 @@ def generate_synthetic_dataset(root: str | Path, num_train: int = 2000, num_val:
     """Generate (or reuse) the synthetic dataset under ``root``; returns ``{split: annotation JSON}``.
 
     Layout: ``root/videos/<key>.mp4``, ``root/annotations/{train,val,test}.json``,
-    ``root/manifest.json`` (config + generator version). The manifest is written last, so only a
-    finished run is ever reused: everything is generated in a staging folder and moved into place.
+    ``root/manifest.json`` (config, generator version, ``complete``). Everything is generated in a
+    staging folder and moved into place before the manifest says ``complete``, so an interrupted
+    run is never reused. A root holding ``videos/`` or ``annotations/`` without a manifest is
+    refused (``FileExistsError``) rather than overwritten.
     A second call with the same config returns at once. With a different config the old data is
     replaced (``on_config_change="regenerate"``, logged) or a ``ValueError`` is raised
     (``"error"``). Each clip is seeded by ``(seed, split, index)``: output is the same for any
@@ -552,16 +563,25 @@ def generate_synthetic_dataset(root: str | Path, num_train: int = 2000, num_val:
             existing = json.loads(manifest_path.read_text())
         except json.JSONDecodeError:
             existing = {}
-        if {k: existing.get(k) for k in wanted} == wanted and all(p.exists() for p in paths.values()):
+        existing = existing if isinstance(existing, dict) else {}
+        same_config = {k: existing.get(k) for k in wanted} == wanted
+        if same_config and existing.get("complete") and all(p.exists() for p in paths.values()):
             return paths
-        old = existing.get("config", {})
-        changed = sorted(k for k in set(old) | set(wanted["config"]) if old.get(k) != wanted["config"].get(k))
-        if existing.get("generator_version") != GENERATOR_VERSION:
-            changed.append("generator_version")
-        message = f"{manifest_path}: existing synthetic data was made with a different config (changed: {', '.join(changed) or 'files missing'})"
-        if on_config_change == "error":
-            raise ValueError(message + "; delete the folder or pass on_config_change='regenerate'")
-        log.warning("%s; regenerating", message)
+        if same_config:
+            log.warning("%s: an earlier generation did not finish; regenerating", manifest_path)
+        else:
+            old = existing.get("config", {})
+            changed = sorted(k for k in set(old) | set(wanted["config"]) if old.get(k) != wanted["config"].get(k))
+            if existing.get("generator_version") != GENERATOR_VERSION:
+                changed.append("generator_version")
+            message = (f"{manifest_path}: the synthetic data there was made with another config "
+                       f"(changed: {', '.join(changed)})")
+            if on_config_change == "error":
+                raise ValueError(message + "; delete the folder or pass on_config_change='regenerate'")
+            log.warning("%s; regenerating", message)
+    elif any((root / name).exists() for name in ("videos", "annotations")):
+        raise FileExistsError(f"{root} holds videos/ or annotations/ but no manifest.json: not overwriting "
+                              "data this generator did not make; choose another root")
 
     root.mkdir(parents=True, exist_ok=True)
     _remove_stale_staging(root)
@@ -586,14 +606,14 @@ def generate_synthetic_dataset(root: str | Path, num_train: int = 2000, num_val:
             by_split[split].append(GroundedRecord.from_dict(raw, source="synthetic generator"))
         for split, records in by_split.items():
             write_records_json(records, staging / "annotations" / f"{split}.json")
-        (staging / "manifest.json").write_text(json.dumps({**wanted, "splits": cfg.split_sizes()}, indent=2))
-        # swap in: the manifest goes first (data now "incomplete"), comes back last ("complete")
-        manifest_path.unlink(missing_ok=True)
+        # swap in: mark the data incomplete (still ours), move the folders, then mark it complete
+        manifest = {**wanted, "splits": cfg.split_sizes()}
+        _write_json_atomic(manifest_path, {**manifest, "complete": False})
         for name in ("videos", "annotations"):
             if (root / name).exists():
                 (root / name).rename(staging / f"old-{name}")
             (staging / name).rename(root / name)
-        (staging / "manifest.json").replace(manifest_path)
+        _write_json_atomic(manifest_path, {**manifest, "complete": True})
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return paths
@@ -612,13 +632,14 @@ def summarize_dataset(root: str | Path) -> dict[str, Any]:
         slots = sum(len(r.labels) * len(r.phrases) for r in records)
         present = sum(int(r.presence().sum()) for r in records)
         actions = Counter(o["action"] for r in records for o in r.extra.get("synthetic", {}).get("objects", []))
+        words = [len(r.caption.split()) for r in records]
         out["splits"][split] = {
             "clips": len(records),
             "objects_per_clip": dict(sorted(Counter(len(r.phrases) for r in records).items())),
             "absent_slot_share": round(1.0 - present / slots, 4) if slots else None,
             "actions": dict(sorted(actions.items())),
-            "mean_caption_words": round(float(np.mean([len(r.caption.split()) for r in records])), 2) if records else None,
-            "max_caption_words": max((len(r.caption.split()) for r in records), default=None),
+            "mean_caption_words": round(float(np.mean(words)), 2) if words else None,
+            "max_caption_words": max(words, default=None),
             "examples": [r.tagged_caption for r in records[:3]],
         }
     return out

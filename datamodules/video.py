@@ -166,12 +166,16 @@ class PyAVVideoSource:
         run = pos - last_key if last_key is not None else 0  # no keyframe seen for this long
         return target - pos > max(run, int(round(_DEFAULT_GAP_S * float(self._rate))))
 
-    def _decode_from(self, target: int) -> Iterator[tuple[int, "object"]]:
+    def _decode_from(self, target: int) -> Iterator[tuple[int, av.VideoFrame]]:
         """Seek to a keyframe at or before ``target`` and yield ``(index, frame)`` from there.
 
         Containers seek by decode timestamp, so with B-frames the landing keyframe can lie just
         past the target; then it seeks again from further back, down to the stream start.
         """
+        if self._start_pts is None:  # header without a start time: take the first frame's
+            self._container.seek(0)
+            first = next(self._container.decode(self._stream), None)
+            self._start_pts = first.pts if first is not None and first.pts is not None else 0
         back = 0
         while True:
             seek_to = max(0, target - back)
@@ -180,8 +184,6 @@ class PyAVVideoSource:
             first = next(frames, None)
             if first is None:
                 return
-            if self._start_pts is None:
-                self._start_pts = first.pts if first.pts is not None else 0
             first_index = self._index_of(first.pts) if first.pts is not None else seek_to
             if first_index <= target or seek_to == 0:
                 break
@@ -319,7 +321,8 @@ class FrameFolderSource:
         except OSError as err:
             raise VideoDecodeError(f"{path}: cannot read image ({err})") from None
         if arr.shape[:2] != (self.height, self.width):
-            raise VideoDecodeError(f"{path}: image is {arr.shape[1]}x{arr.shape[0]}, the folder's first frame is {self.width}x{self.height}")
+            raise VideoDecodeError(f"{path}: image is {arr.shape[1]}x{arr.shape[0]}, "
+                                   f"the folder's first frame is {self.width}x{self.height}")
         return arr
 
     def read_frames(self, indices: Sequence[int]) -> np.ndarray:
@@ -379,7 +382,8 @@ def write_video(path: str | Path, frames: np.ndarray, fps: float, crf: int = 17,
     """
     frames = np.asarray(frames)
     if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8 or len(frames) == 0:
-        raise ValueError(f"{path}: frames must be a non-empty (N, H, W, 3) uint8 array, got {frames.shape} {frames.dtype}")
+        raise ValueError(f"{path}: frames must be a non-empty (N, H, W, 3) uint8 array, "
+                         f"got {frames.shape} {frames.dtype}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     height, width = frames.shape[1:3]

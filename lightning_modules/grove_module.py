@@ -114,9 +114,10 @@ class GroveModule(L.LightningModule):
         if self.lr_scheduler_factory is None:
             return optimizer
         try:  # schedules that need the run length (WarmupLinearDecay) get it from the trainer
-            scheduler = self.lr_scheduler_factory(optimizer, total_steps=int(self.trainer.estimated_stepping_batches))
+            scheduler = self.lr_scheduler_factory(
+                optimizer, estimated_total_steps=int(self.trainer.estimated_stepping_batches))
         except TypeError as err:
-            if "total_steps" not in str(err):
+            if "estimated_total_steps" not in str(err):
                 raise
             scheduler = self.lr_scheduler_factory(optimizer)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -8,15 +8,18 @@ from torch.optim.lr_scheduler import LRScheduler
 class WarmupLinearDecay(LRScheduler):
     """Linear warm-up over ``warmup_steps`` optimiser steps, then linear decay to ``final_ratio`` at ``total_steps``.
 
-    GROVE's recipe (100 warm-up steps, then linear decay). ``total_steps`` is filled in from the
-    trainer's estimated stepping batches when the config leaves it out. Stepped every optimiser
-    step; its state (``last_epoch`` = steps taken) is checkpointed, so resuming continues the curve.
+    GROVE's recipe (100 warm-up steps, then linear decay). The run length is ``total_steps`` when
+    the config sets it, else ``estimated_total_steps``, which the LightningModule fills in from the
+    trainer. Stepped every optimiser step; its state (``last_epoch`` = steps taken) is
+    checkpointed, so resuming continues the curve.
     """
 
     def __init__(self, optimizer: Optimizer, warmup_steps: int = 100, total_steps: int | None = None,
-                 final_ratio: float = 0.0, last_epoch: int = -1):
+                 final_ratio: float = 0.0, estimated_total_steps: int | None = None, last_epoch: int = -1):
+        total_steps = total_steps or estimated_total_steps
         if total_steps is None or total_steps <= 0:
-            raise ValueError("WarmupLinearDecay needs total_steps > 0 (the module fills it from the trainer)")
+            raise ValueError("WarmupLinearDecay needs total_steps > 0 (set it, or let the LightningModule "
+                             "pass the trainer's estimated_total_steps)")
         self.warmup_steps = max(0, int(warmup_steps))
         self.total_steps = int(total_steps)
         self.final_ratio = float(final_ratio)

@@ -141,7 +141,9 @@ def paper_configs(clip_checkpoint: str | None = None, sam_checkpoint: str | None
 def require_path(path: str | None, key: str) -> Path:
     """The local file or folder a config key names; a clear error when it is missing."""
     if path is None or not Path(path).expanduser().exists():
-        raise FileNotFoundError(f"{key}: {path!r} does not exist (set it to a local checkpoint path)")
+        raise FileNotFoundError(
+            f"{key}: {path!r} does not exist. See the README section 'Pretrained weights' for how to "
+            f"obtain it, then set {key} (in the config or as --{key.replace('model.', 'model.init_args.', 1)}=PATH)")
     return Path(path).expanduser()
 
 

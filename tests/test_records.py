@@ -42,7 +42,8 @@ def test_valid_record_fields_and_grid():
     np.testing.assert_array_equal(rec.frame_indices, [100, 105, 110, 115, 120, 125])
     np.testing.assert_array_equal(annotation_grid(30, 0, 29), np.arange(0, 30, 6))
     presence = rec.presence()
-    assert presence.tolist() == [[True, True], [True, False], [False, False], [False, True], [True, False], [False, False]]
+    assert presence.tolist() == [[True, True], [True, False], [False, False],
+                                 [False, True], [True, False], [False, False]]
     boxes, present = rec.phrase_boxes()
     np.testing.assert_array_equal(present, presence)
     np.testing.assert_array_equal(boxes[0, 1], [30, 40, 45, 60])
@@ -104,8 +105,9 @@ def test_length_mismatches():
 
 
 def test_bad_scalar_fields():
-    for name, value, fragment in (("fps", "25", "'fps'"), ("width", 0, "'width'"), ("clip_end_frame", 90, "clip_end_frame"),
-                                  ("clip_start_frame", 1.5, "integer"), ("caption", None, "'caption'")):
+    for name, value, fragment in (("fps", "25", "'fps'"), ("width", 0, "'width'"),
+                                  ("clip_end_frame", 90, "clip_end_frame"), ("clip_start_frame", 1.5, "integer"),
+                                  ("caption", None, "'caption'")):
         raw = raw_record()
         raw[name] = value
         expect_error(raw, fragment)

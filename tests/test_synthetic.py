@@ -10,7 +10,7 @@ from datamodules import synthetic
 from datamodules.records import GroundedRecord, read_records, tagged_phrases
 from datamodules.synthetic import (
     ACTIONS, COLOURS, SHAPES, SyntheticConfig, annotate_scene, clip_rng, generate_clip, generate_synthetic_dataset,
-    render_frames, sample_scene, shape_mask, summarize_dataset,
+    render_frames, sample_scene, draw_shape, summarize_dataset,
 )
 from datamodules.video import open_video
 
@@ -30,7 +30,7 @@ def reference_masks(scene, frame):
     for obj in scene.objects:
         mask = np.zeros((h, w), dtype=bool)
         x0, y0 = (int(np.round(c - obj.size / 2.0)) for c in obj.centres[frame])
-        tpl = shape_mask(obj.shape, obj.size)
+        tpl = draw_shape(obj.shape, obj.size)
         for dy in range(obj.size):
             for dx in range(obj.size):
                 if tpl[dy, dx] and 0 <= y0 + dy < h and 0 <= x0 + dx < w:
@@ -47,7 +47,7 @@ def reference_masks(scene, frame):
 
 
 def threshold(obj, config=CONFIG):
-    return max(config.min_visible_pixels, config.min_visible_fraction * shape_mask(obj.shape, obj.size).sum())
+    return max(config.min_visible_pixels, config.min_visible_fraction * draw_shape(obj.shape, obj.size).sum())
 
 
 def scenes(count, config=CONFIG, split="val"):
@@ -58,18 +58,19 @@ def scenes(count, config=CONFIG, split="val"):
 
 def test_shape_templates():
     s = 30
-    areas = {shape: shape_mask(shape, s).sum() / s ** 2 for shape in SHAPES}
-    expected = {"circle": np.pi / 4, "square": 1.0, "triangle": 0.5, "diamond": 0.5, "cross": 5 / 9}  # arms a third of the side wide
+    areas = {shape: draw_shape(shape, s).sum() / s ** 2 for shape in SHAPES}
+    # cross: two arms a third of the side wide
+    expected = {"circle": np.pi / 4, "square": 1.0, "triangle": 0.5, "diamond": 0.5, "cross": 5 / 9}
     for shape in SHAPES:
         assert areas[shape] == pytest.approx(expected[shape], abs=0.04), shape
-        mask = shape_mask(shape, s)
+        mask = draw_shape(shape, s)
         np.testing.assert_array_equal(mask, mask[:, ::-1])  # all are left-right symmetric
         if shape != "triangle":
             np.testing.assert_array_equal(mask, mask[::-1])
-    tri = shape_mask("triangle", s)
+    tri = draw_shape("triangle", s)
     assert tri[0].sum() < tri[-1].sum()  # apex up
     # the four non-square shapes all differ pairwise at small sizes too
-    small = [shape_mask(shape, 14) for shape in SHAPES]
+    small = [draw_shape(shape, 14) for shape in SHAPES]
     assert all((a != b).any() for i, a in enumerate(small) for b in small[i + 1:])
 
 
@@ -227,6 +228,22 @@ def test_interrupted_run_is_not_reused(tmp_path, monkeypatch):
     monkeypatch.setattr(synthetic, "_make_clip", real)
     paths = _dataset(root)
     assert len(read_records(paths["train"])) == 4 and len(list((root / "videos").iterdir())) == 8
+
+    # interrupted while moving folders into place: the manifest still says "incomplete"
+    manifest = json.loads((root / "manifest.json").read_text())
+    (root / "manifest.json").write_text(json.dumps({**manifest, "complete": False}))
+    (root / "videos" / "synthtrain00000_0.mp4").unlink()
+    _dataset(root, on_config_change="error")  # same config: simply regenerated, not a config change
+    assert json.loads((root / "manifest.json").read_text())["complete"] is True
+    assert (root / "videos" / "synthtrain00000_0.mp4").exists()
+
+
+def test_refuses_to_overwrite_foreign_data(tmp_path):
+    (tmp_path / "videos").mkdir()
+    (tmp_path / "videos" / "mine.mp4").write_bytes(b"not generated here")
+    with pytest.raises(FileExistsError, match="no manifest"):
+        _dataset(tmp_path)
+    assert (tmp_path / "videos" / "mine.mp4").exists()
 
 
 def test_output_does_not_depend_on_worker_count(tmp_path):

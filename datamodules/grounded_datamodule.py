@@ -37,6 +37,10 @@ class GroundedVideoDataModule(L.LightningDataModule):
         on_corrupt: ``skip`` (count and report) or ``raise`` for missing/corrupt videos.
         prompter: the model's text prompter; linked from the model by the CLI, not configured here.
         readme_section: which README section to cite when a path is missing.
+        videos: unannotated videos to ``predict`` on instead of the test split: a file, a folder
+            or a glob (see :mod:`datamodules.video_folder`); any size, frame rate and length.
+        video_clip_seconds / video_clip_stride_seconds: how ``videos`` are cut into clips (8 s,
+            tiled, by default; None = each whole video is one clip).
     """
 
     def __init__(
@@ -60,6 +64,9 @@ class GroundedVideoDataModule(L.LightningDataModule):
         on_corrupt: str = "skip",
         prompter: Any = None,
         readme_section: str = "Datasets",
+        videos: str | None = None,
+        video_clip_seconds: float | None = 8.0,
+        video_clip_stride_seconds: float | None = None,
     ):
         super().__init__()
         if on_corrupt not in ON_ERROR:
@@ -76,20 +83,32 @@ class GroundedVideoDataModule(L.LightningDataModule):
     def resolved_video_root(self, split: str) -> str | None:
         return getattr(self.hparams, f"{split}_video_root", None) or self.hparams.video_root
 
+    # The dataset class and how a split's records are read: subclasses for other public layouts
+    # (VidSTG, ActivityNet-Entities) or lazy reading (HowToGround1M) replace these two.
+    dataset_class = GroundedClipDataset
+
+    def load_records(self, split: str, path: Path):
+        """The records of one split: a list, or any lazy ``Sequence`` of GroundedRecord."""
+        return read_records(path)
+
     def make_dataset(self, split: str) -> GroundedClipDataset:
         hp = self.hparams
         ann = require_path(self.annotation_path(split), f"data.init_args.{split}_annotations",
                            self.readme_section, f"{split} annotations")
         key = "video_root" if not getattr(hp, f"{split}_video_root", None) else f"{split}_video_root"
         root = require_path(self.resolved_video_root(split), f"data.init_args.{key}", self.readme_section, "video root")
-        return GroundedClipDataset(
-            read_records(ann), root, num_frames=hp.num_frames, train=split == "train",
+        return self.dataset_class(
+            self.load_records(split, ann), root, num_frames=hp.num_frames, train=split == "train",
             all_frames=hp.eval_all_frames, seed=hp.seed, max_redraws=hp.max_redraws,
             global_image_size=hp.global_image_size, global_resize=hp.global_resize,
             grounding_image_size=hp.grounding_image_size, on_error=hp.on_corrupt,
         )
 
     def setup(self, stage: str | None = None) -> None:
+        if stage == "predict" and self.hparams.videos:
+            if "predict" not in self.datasets:
+                self.datasets["predict"] = self.make_video_dataset()
+            return
         splits = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",), "predict": ("test",)}
         for split in splits.get(stage, ("train", "val", "test")):
             if split not in self.datasets and (split == "train" or self.annotation_path(split) is not None):
@@ -119,7 +138,17 @@ class GroundedVideoDataModule(L.LightningDataModule):
         return self._loader("test", train=False)
 
     def predict_dataloader(self) -> DataLoader:
-        return self._loader("test", train=False)
+        return self._loader("predict" if "predict" in self.datasets else "test", train=False)
+
+    def make_video_dataset(self):
+        from datamodules.video_folder import VideoFolderDataset
+
+        hp = self.hparams
+        return VideoFolderDataset(
+            hp.videos, clip_seconds=hp.video_clip_seconds, stride_seconds=hp.video_clip_stride_seconds,
+            on_error=hp.on_corrupt, num_frames=hp.num_frames, global_image_size=hp.global_image_size,
+            global_resize=hp.global_resize, grounding_image_size=hp.grounding_image_size,
+        )
 
 
 class SyntheticGroundedDataModule(GroundedVideoDataModule):
@@ -145,6 +174,8 @@ class SyntheticGroundedDataModule(GroundedVideoDataModule):
         from datamodules.synthetic import generate_synthetic_dataset
 
         hp = self.hparams
+        if hp.videos and self.trainer is not None and self.trainer.predicting:
+            return  # predicting on the user's videos needs no synthetic clips
         generate_synthetic_dataset(
             self.root, num_train=hp.num_train, num_val=hp.num_val, num_test=hp.num_test,
             seed=hp.synthetic_seed, workers=hp.generation_workers, frame_size=hp.frame_size,

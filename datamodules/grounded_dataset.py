@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import random
 import zlib
+from collections.abc import Sequence as SequenceABC
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -23,13 +24,16 @@ import torch
 from torch.utils.data import Dataset
 
 from core.box_ops import normalize_boxes, xyxy_to_cxcywh
-from datamodules.records import GroundedRecord, tagged_phrases
+from datamodules.records import GroundedRecord, RecordError, tagged_phrases
 from datamodules.sampling import centre_frames, sample_rng, sample_segment_frames
 from datamodules.transforms import preprocess_global, preprocess_grounding
 from datamodules.video import VideoDecodeError, open_video
 
 log = logging.getLogger(__name__)
 ON_ERROR = ("skip", "raise")
+# What a sample may fail with without killing a run: a missing/corrupt video, or (for records read
+# lazily per sample, e.g. HowToGround1M) a missing or malformed annotation file.
+SKIPPABLE_ERRORS = (VideoDecodeError, FileNotFoundError, OSError, RecordError)
 
 
 class GroundedClipDataset(Dataset):
@@ -50,7 +54,8 @@ class GroundedClipDataset(Dataset):
     ):
         if on_error not in ON_ERROR:
             raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-        self.records = list(records)
+        # A lazy sequence (records read per sample) is used as given, never materialised.
+        self.records = records if isinstance(records, SequenceABC) else list(records)
         self.video_root = Path(video_root)
         self.num_frames = num_frames
         self.train = train
@@ -70,18 +75,35 @@ class GroundedClipDataset(Dataset):
         index, epoch = item if isinstance(item, tuple) else (item, 0)
         skipped = []
         for attempt in range(self.max_substitutions + 1 if self.train else 1):
-            record = self.records[(index + attempt) % len(self.records)]
+            position = (index + attempt) % len(self.records)
+            record = None
             try:
+                record = self.records[position]
                 sample = self.load(record, sample_rng(self.seed, epoch, index + attempt))
-            except (VideoDecodeError, FileNotFoundError, OSError) as err:
+            except SKIPPABLE_ERRORS as err:
                 if self.on_error == "raise":
                     raise
-                skipped.append((record.key, f"{type(err).__name__}: {err}"))
+                key = record.key if record is not None else self.key_at(position)
+                skipped.append((key, f"{type(err).__name__}: {err}"))
                 continue
             sample["skipped"] = skipped
             return sample
         # Evaluation drops the clip (collate filters it); training ran out of substitutes.
         return {"skipped": skipped}
+
+    def key_at(self, position: int) -> str:
+        """Clip key at ``position`` without loading the record when the sequence can tell it."""
+        key_of = getattr(self.records, "key", None)
+        return key_of(position) if callable(key_of) else f"#{position}"
+
+    def decode_frames(self, record: GroundedRecord, frame_indices: np.ndarray) -> np.ndarray:
+        """``(N, H, W, 3)`` uint8 frames of ``record`` at the given frame indices.
+
+        Frame indices are source frames of the annotation grid; datasets whose records number
+        frames differently (ActivityNet-Entities' 10 sampled frames) override this mapping.
+        """
+        with open_video(self.video_root, record.video_fname) as video:
+            return video.read_frames(frame_indices.tolist())
 
     def sample_positions(self, record: GroundedRecord, rng: np.random.Generator) -> np.ndarray:
         num_annotated = len(record.bboxes)
@@ -97,8 +119,7 @@ class GroundedClipDataset(Dataset):
             positions = self.sample_positions(record, rng)
             caption_positions = np.arange(len(positions))
         source_frames = grid[positions]
-        with open_video(self.video_root, record.video_fname) as video:
-            frames = video.read_frames(source_frames.tolist())
+        frames = self.decode_frames(record, source_frames)
         boxes_px, present = record.phrase_boxes()
         # Slots follow the tagged phrases in caption order (repeats included): the k-th [DET] of
         # the target belongs to the k-th tagged phrase.

@@ -34,6 +34,8 @@ class GroveModule(L.LightningModule):
             SAM's encoder and the LLM blocks stay frozen. ``train_adapters=False`` is the "no
             adapters" ablation (zero-initialised gates then stay at 0: the identity).
         teacher_forced: ground a given caption instead of generating one (VidSTG, seed 003 supp. C).
+        sample_question / chat_template: prompt paraphrase sampling in training; ``vicuna_v1``
+            (Vicuna's system prompt, as the paper's LLM expects) or ``plain`` (shorter, for tiny LLMs).
         objectness_threshold: keep a box when sigmoid(objectness) >= threshold (0 = always).
         window_mode: how evaluation covers all annotated frames with T-frame windows:
             ``interleaved`` (window w takes every W-th frame, the spacing training saw) or
@@ -61,6 +63,7 @@ class GroveModule(L.LightningModule):
         train_pos_embed: bool = True,
         teacher_forced: bool = False,
         sample_question: bool = True,
+        chat_template: str = "vicuna_v1",
         objectness_threshold: float = 0.5,
         max_new_tokens: int = 64,
         window_mode: str = "interleaved",
@@ -79,7 +82,7 @@ class GroveModule(L.LightningModule):
         self.model = Grove(global_encoder, grounding_encoder, language_model, decoder)
         self.criterion = GroveLoss(ce_weight, giou_weight, l1_weight, objectness_weight,
                                    use_objectness=decoder.use_objectness)
-        self.prompter = self.model.make_prompter(sample_question=sample_question)
+        self.prompter = self.model.make_prompter(sample_question=sample_question, template=chat_template)
         self.model.prompter = self.prompter  # one prompter for training, generation and the data pipeline
         self.apply_freezing()
 

@@ -66,7 +66,7 @@ class JudgeModule(L.LightningModule):
 
     Args:
         model_path / tiny / adapter_path / lora / template / max_pixels / min_pixels / train_vision /
-            dtype / gradient_checkpointing / seed: see :class:`models.judge.VCInspectorJudge`.
+            train_embeddings / dtype / gradient_checkpointing / seed: see :class:`models.judge.VCInspectorJudge`.
         max_new_tokens: answer length bound at validation / test.
         adapter_dir: where to save the LoRA adapter on its own when fitting ends (None = don't).
         checkpoint_trainable_only: keep only trainable weights (the adapter) in Lightning checkpoints,
@@ -86,6 +86,7 @@ class JudgeModule(L.LightningModule):
         max_pixels: int = 224 * 224,
         min_pixels: int = 56 * 56,
         train_vision: bool = False,
+        train_embeddings: bool = False,
         dtype: str = "float32",
         gradient_checkpointing: bool = False,
         seed: int = 0,
@@ -104,7 +105,8 @@ class JudgeModule(L.LightningModule):
         self.lr_scheduler_factory = lr_scheduler
         self.judge = VCInspectorJudge(
             model_path=model_path, tiny=tiny, adapter_path=adapter_path, lora=lora, template=template,
-            max_pixels=max_pixels, min_pixels=min_pixels, train_vision=train_vision, dtype=dtype,
+            max_pixels=max_pixels, min_pixels=min_pixels, train_vision=train_vision,
+            train_embeddings=train_embeddings, dtype=dtype,
             gradient_checkpointing=gradient_checkpointing, seed=seed)
         self.prompter = self.judge.prompter
         self.strict_loading = not checkpoint_trainable_only

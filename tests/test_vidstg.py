@@ -1,0 +1,193 @@
+"""VidSTG: both public layouts, sentence records, and m_vIoU / vIoU@R against hand-computed values
+and a brute-force reference on random cases."""
+import json
+
+import numpy as np
+import pytest
+
+from datamodules.records import GroundedRecord, RecordError
+from datamodules.vidstg import VidSTGDataModule, read_vidstg
+from metrics.vidstg import VidSTGMetric, evaluate_vidstg, main, sentence_vious
+from tests.fixtures_public import VIDSTG_TUBE, _vidor_box, write_vidstg_public
+
+
+@pytest.fixture(scope="module")
+def public(tmp_path_factory):
+    return write_vidstg_public(tmp_path_factory.mktemp("vidstg"), write_videos=False)
+
+
+def _boxes(records):
+    return [(r.key, r.extra["sentence_type"], r.caption, r.frame_indices.tolist(),
+             [b.tolist() for b in r.bboxes], r.labels, r.video_fname) for r in records]
+
+
+def test_all_layouts_give_the_same_sentences(public):
+    original = read_vidstg(public["original"], public["vidor"])
+    assert _boxes(original) == _boxes(read_vidstg(public["tubedetr"]))
+    inline = read_vidstg(public["inline"])
+    assert [b[:-1] for b in _boxes(inline)] == [b[:-1] for b in _boxes(original)]
+    # without VidOR's video_path the video is named after the vid (any container, see open_video)
+    assert inline[0].video_fname == "2401075277.mp4" and original[0].video_fname == "0000/2401075277.mp4"
+    # TubeDETR numbering: per entry, questions first
+    assert [(r.key, r.extra["sentence_type"]) for r in original] == [
+        ("2401075277_s0", "interrogative"), ("2401075277_s1", "declarative"),
+        ("3201234567_s2", "interrogative"), ("3201234567_s3", "declarative")]
+
+
+def test_sentence_record_tube_grid_and_boxes(public):
+    r = read_vidstg(public["original"], public["vidor"])[1]  # "An adult in red [clothes] walks.", target 0
+    assert r.tagged_caption == "<p>An adult in red [clothes] walks.</p>" and r.phrases == [r.caption]
+    # end_fid is exclusive; 10 fps -> every 2nd frame
+    assert r.frame_indices.tolist() == list(range(VIDSTG_TUBE[0], VIDSTG_TUBE[1], 2))
+    assert r.extra["tube"] == list(VIDSTG_TUBE) and r.video_fname == "0000/2401075277.mp4"
+    b = _vidor_box(0, 8)
+    assert r.bboxes[2].tolist() == [[b["xmin"], b["ymin"], b["xmax"], b["ymax"]]]
+    assert len(r.bboxes[4]) == 0  # frame 12: a gap in the trajectory
+    question = read_vidstg(public["original"], public["vidor"])[0]  # target 1 starts at frame 6
+    assert len(question.bboxes[0]) == 0 and len(question.bboxes[1]) == 1
+
+
+def test_used_segment_spans_the_whole_segment(public):
+    r = read_vidstg(public["tubedetr"], segment="used")[1]
+    assert r.frame_indices.tolist() == list(range(0, 30, 2))
+    has_box = [len(b) > 0 for b in r.bboxes]
+    assert has_box == [4 <= f < 24 and f != 12 for f in range(0, 30, 2)]
+
+
+def test_errors_name_file_entry_and_key(public, tmp_path):
+    entries = json.loads(public["original"].read_text())
+    entries[1]["temporal_gt"] = {"begin_fid": 20, "end_fid": 40}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(entries))
+    with pytest.raises(RecordError, match=r"bad.json, entry #1 \(vid 3201234567\).*outside used_segment"):
+        read_vidstg(bad, public["vidor"])
+    with pytest.raises(RecordError, match="data.init_args.vidor_annotations"):
+        read_vidstg(public["original"])
+    with pytest.raises(RecordError, match="no VidOR annotation 3201234567.json"):
+        read_vidstg(public["original"], public["vidor"] / "training" / "0000")
+    dm = VidSTGDataModule(train_annotations=str(public["original"]), vidor_annotations=str(tmp_path / "nope"),
+                          video_root=str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=r"data.init_args.vidor_annotations.*README section 'Datasets'"):
+        dm.setup("fit")
+
+
+# ---------------------------------------------------------------- metrics
+
+def _record(key, sentence_type, gt_frames, box=(0, 0, 10, 10)):
+    grid_len = 10
+    bboxes = [np.array([box] if f in gt_frames else [], dtype=np.float32).reshape(-1, 4) for f in range(grid_len)]
+    labels = [["s"] if f in gt_frames else [] for f in range(grid_len)]
+    return GroundedRecord(video_fname="v.mp4", video_id=key, clip_id="s0", fps=5.0, clip_start_frame=0,
+                          clip_end_frame=grid_len - 1, width=100, height=100, caption="s", tagged_caption="<p>s</p>",
+                          phrases=["s"], bboxes=bboxes, labels=labels, extra={"sentence_type": sentence_type})
+
+
+def _pred(frames):
+    return {"caption": "s", "phrases": ["s"], "frames": [
+        {"frame": f, "boxes": boxes, "labels": ["s"] * len(boxes), **({"scores": s} if s else {})}
+        for f, boxes, s in frames]}
+
+
+def hand_case():
+    records = [_record("a", "declarative", {2, 3, 4, 5}), _record("b", "declarative", {0, 1, 2, 3}),
+               _record("c", "interrogative", {1, 2}), _record("d", "interrogative", set(range(10)))]
+    preds = {
+        # frames 4..7 (and 11, off the grid): IoU 1 on 4, 0.5 on 5 -> vIoU 1.5 / |{2..7}| = 0.25
+        "a_s0": _pred([(4, [[0, 0, 10, 10]], None), (5, [[0, 0, 10, 5]], None), (6, [[1, 1, 2, 2]], None),
+                       (7, [[1, 1, 2, 2]], None), (11, [[0, 0, 10, 10]], None)]),
+        # IoU 1, 1, 1, 1/3 on the tube -> 10/12
+        "b_s0": _pred([(0, [[0, 0, 10, 10]], None), (1, [[0, 0, 10, 10]], None), (2, [[0, 0, 10, 10]], None),
+                       (3, [[5, 0, 15, 10]], None)]),
+        # "c" has no prediction -> 0; "d": the best-scored box has IoU 0.5 everywhere -> 0.5 (not > 0.5)
+        "d_s0": _pred([(f, [[0, 0, 10, 10], [0, 0, 5, 10]], [0.2, 0.9]) for f in range(10)]),
+    }
+    return records, preds
+
+
+def test_hand_computed_vious():
+    records, preds = hand_case()
+    viou, gt_viou = sentence_vious(records, preds)
+    assert viou == pytest.approx([0.25, 10 / 12, 0.0, 0.5])
+    assert gt_viou == pytest.approx([1.5 / 4, 10 / 12, 0.0, 0.5])
+    out = evaluate_vidstg(records, preds)
+    assert out["declarative_m_vIoU"] == pytest.approx((0.25 + 10 / 12) / 2)
+    assert out["declarative_vIoU@0.3"] == 0.5 and out["declarative_vIoU@0.5"] == 0.5
+    assert out["declarative_m_vIoU_gt_temporal"] == pytest.approx((0.375 + 10 / 12) / 2)
+    assert out["declarative_vIoU@0.3_gt_temporal"] == 1.0 and out["declarative_vIoU@0.5_gt_temporal"] == 0.5
+    assert out["interrogative_m_vIoU"] == pytest.approx(0.25)
+    assert out["interrogative_vIoU@0.3"] == 0.5 and out["interrogative_vIoU@0.5"] == 0.0  # strict >
+    assert out["all_m_vIoU"] == pytest.approx((0.25 + 10 / 12 + 0 + 0.5) / 4)
+    assert out["num_declarative"] == 2 and out["num_all"] == 4
+
+
+def _iou(a, b):
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def reference_viou(record, pred):
+    """The definition, frame by frame with sets."""
+    gt = {int(f): b[0].tolist() for f, b in zip(record.frame_indices, record.bboxes) if len(b)}
+    grid = set(record.frame_indices.tolist())
+    pr = {}
+    for fr in (pred or {}).get("frames", []):
+        if fr["frame"] in grid and fr["boxes"]:
+            scores = fr.get("scores") or [1.0] * len(fr["boxes"])
+            pr[fr["frame"]] = fr["boxes"][max(range(len(scores)), key=lambda i: (scores[i], -i))]
+    inter, union = set(gt) & set(pr), set(gt) | set(pr)
+    total = sum(_iou(pr[f], gt[f]) for f in inter)
+    return total / max(len(union), 1), total / max(len(gt), 1)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_cases_match_the_definition(seed):
+    rng = np.random.default_rng(seed)
+    records, preds = [], {}
+    for i in range(12):
+        lo = int(rng.integers(0, 8))
+        gt_frames = set(range(lo, int(rng.integers(lo + 1, 11))))
+        x, y = rng.uniform(0, 50, 2)
+        records.append(_record(f"v{i}", ["declarative", "interrogative"][i % 2], gt_frames,
+                               (x, y, x + rng.uniform(5, 40), y + rng.uniform(5, 40))))
+        if rng.random() < 0.15:
+            continue
+        frames = []
+        for f in sorted(set(rng.choice(12, size=int(rng.integers(1, 12)), replace=False).tolist())):
+            n = int(rng.integers(1, 3))
+            bx = [[float(x + rng.normal(0, 5)), float(y + rng.normal(0, 5)), float(x + 30), float(y + 30)]
+                  for _ in range(n)]
+            frames.append((f, bx, rng.uniform(0, 1, n).round(2).tolist() if rng.random() < 0.5 else None))
+        preds[f"v{i}_s0"] = _pred(frames)
+    viou, gt_viou = sentence_vious(records, preds)
+    expected = np.array([reference_viou(r, preds.get(r.key)) for r in records])
+    assert viou == pytest.approx(expected[:, 0], abs=1e-6)
+    assert gt_viou == pytest.approx(expected[:, 1], abs=1e-6)
+
+
+def test_torchmetric_equals_the_function():
+    records, preds = hand_case()
+    metric = VidSTGMetric()
+    metric.set_references(records)
+    metric.update({"a_s0": preds["a_s0"]})
+    metric.update({"b_s0": preds["b_s0"], "d_s0": preds["d_s0"]})
+    assert metric.compute() == pytest.approx(evaluate_vidstg([records[0], records[1], records[3]], preds), nan_ok=True)
+
+
+def test_offline_evaluator_reads_both_layouts_alike(public, tmp_path, capsys):
+    records = read_vidstg(public["original"], public["vidor"])
+    preds = {}
+    for i, r in enumerate(records):
+        frames = [{"frame": int(f), "boxes": (b + [[2.0, -1.0, 1.0, 3.0]]).tolist(), "labels": [r.caption]}
+                  for f, b in zip(r.frame_indices, r.bboxes) if len(b) and i != 2]
+        preds[r.key] = {"caption": r.caption, "phrases": [r.caption], "frames": frames}
+    path = tmp_path / "pred.json"
+    path.write_text(json.dumps(preds))
+    a = main(["--annotations", str(public["original"]), "--vidor-annotations", str(public["vidor"]), "--pred", str(path)])
+    b = main(["--annotations", str(public["tubedetr"]), "--pred", str(path), "--out", str(tmp_path / "r.json")])
+    assert a == b
+    assert 0 < a["all_m_vIoU"] < 1 and a["interrogative_m_vIoU"] < a["declarative_m_vIoU"]
+    assert json.loads((tmp_path / "r.json").read_text())["metrics"] == b
+    assert "declarative_vIoU@0.5" in capsys.readouterr().out

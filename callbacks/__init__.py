@@ -4,3 +4,4 @@ import core  # noqa: F401  (torchvision compatibility before anything imports to
 from callbacks.prediction_writer import PredictionWriter  # noqa: E402,F401
 from callbacks.skipped_videos import SkippedVideoReport  # noqa: E402,F401
 from callbacks.grounded_evaluation import GroundedEvaluation  # noqa: E402,F401
+from callbacks.cpu_threads import CpuThreads  # noqa: E402,F401

@@ -39,9 +39,11 @@ class InitFromCheckpoint(L.Callback):
         checkpoint_path: a Lightning ``.ckpt`` of a GroveModule or a plain state dict.
         strict: every key must match (the same architecture); ``False`` loads what matches and
             logs the rest.
+        drop_prefixes: checkpoint keys to leave out before a strict load, e.g. the pre-trained
+            objectness head (``model.objectness_head.``) when fine-tuning without one.
     """
 
-    def __init__(self, checkpoint_path: str, strict: bool = True):
+    def __init__(self, checkpoint_path: str, strict: bool = True, drop_prefixes: list[str] | None = None):
         if not Path(checkpoint_path).exists():
             raise FileNotFoundError(
                 f"trainer.callbacks[InitFromCheckpoint].init_args.checkpoint_path: {checkpoint_path!r} does not "
@@ -49,12 +51,15 @@ class InitFromCheckpoint(L.Callback):
                 "checkpoint), or remove this callback to fine-tune from scratch")
         self.checkpoint_path = str(checkpoint_path)
         self.strict = strict
+        self.drop_prefixes = tuple(drop_prefixes or ())
         self.loaded = False
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if stage != "fit" or self.loaded:
             return
         state = load_state_dict_file(self.checkpoint_path)
+        if self.drop_prefixes:
+            state = {k: v for k, v in state.items() if not k.startswith(self.drop_prefixes)}
         result = pl_module.load_state_dict(state, strict=self.strict)
         if result.missing_keys or result.unexpected_keys:
             log.warning("%s: %d missing and %d unexpected keys (e.g. %s)", self.checkpoint_path,

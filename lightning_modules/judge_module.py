@@ -66,7 +66,8 @@ class JudgeModule(L.LightningModule):
 
     Args:
         model_path / tiny / adapter_path / lora / template / max_pixels / min_pixels / train_vision /
-            train_embeddings / dtype / gradient_checkpointing / seed: see :class:`models.judge.VCInspectorJudge`.
+            train_merger / train_embeddings / dtype / gradient_checkpointing / seed: see
+            :class:`models.judge.VCInspectorJudge`.
         max_new_tokens: answer length bound at validation / test.
         adapter_dir: where to save the LoRA adapter on its own when fitting ends (None = don't).
         checkpoint_trainable_only: keep only trainable weights (the adapter) in Lightning checkpoints,
@@ -86,6 +87,7 @@ class JudgeModule(L.LightningModule):
         max_pixels: int = 224 * 224,
         min_pixels: int = 56 * 56,
         train_vision: bool = False,
+        train_merger: bool = False,
         train_embeddings: bool = False,
         dtype: str = "float32",
         gradient_checkpointing: bool = False,
@@ -106,7 +108,7 @@ class JudgeModule(L.LightningModule):
         self.judge = VCInspectorJudge(
             model_path=model_path, tiny=tiny, adapter_path=adapter_path, lora=lora, template=template,
             max_pixels=max_pixels, min_pixels=min_pixels, train_vision=train_vision,
-            train_embeddings=train_embeddings, dtype=dtype,
+            train_merger=train_merger, train_embeddings=train_embeddings, dtype=dtype,
             gradient_checkpointing=gradient_checkpointing, seed=seed)
         self.prompter = self.judge.prompter
         self.strict_loading = not checkpoint_trainable_only

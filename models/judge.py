@@ -285,7 +285,8 @@ class VCInspectorJudge(nn.Module):
         adapter_path: a saved LoRA adapter folder to start from (see :meth:`save_adapter`).
         lora: ``{"r", "alpha", "dropout"}`` or None for no adapter (an untrained baseline).
         template, max_pixels, min_pixels: prompt style and frame size bound (see JudgePrompter).
-        train_vision: unfreeze the vision tower and merger (only sensible for random toy models).
+        train_vision: unfreeze the vision tower (only sensible for random toy models).
+        train_merger: unfreeze the merger, the vision-language projector (likewise).
         train_embeddings: unfreeze the token embeddings and output layer (likewise: a random toy
             model has no vocabulary knowledge for LoRA to adapt).
         dtype: parameter dtype of the base model ("bfloat16" on GPUs).
@@ -294,7 +295,8 @@ class VCInspectorJudge(nn.Module):
 
     def __init__(self, model_path: str | None = None, tiny: dict | None = None, adapter_path: str | None = None,
                  lora: dict | None = None, template: str = "qwen", max_pixels: int = 224 * 224,
-                 min_pixels: int = 56 * 56, train_vision: bool = False, train_embeddings: bool = False,
+                 min_pixels: int = 56 * 56, train_vision: bool = False, train_merger: bool = False,
+                 train_embeddings: bool = False,
                  dtype: str = "float32",
                  gradient_checkpointing: bool = False, seed: int = 0):
         super().__init__()
@@ -331,6 +333,9 @@ class VCInspectorJudge(nn.Module):
         self.model = self._with_adapter(base, lora, adapter_path)
         if train_vision:
             self.vision_tower().requires_grad_(True)
+            self.vision_tower().merger.requires_grad_(train_merger)
+        if train_merger:
+            self.vision_tower().merger.requires_grad_(True)
         if train_embeddings:
             self.base_model.get_input_embeddings().requires_grad_(True)
             self.base_model.get_output_embeddings().requires_grad_(True)

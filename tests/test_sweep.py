@@ -164,14 +164,21 @@ def test_threshold_sweep_command_writes_csv_json_and_plot(tmp_path):
 # ---------------------------------------------------------------- end to end
 
 @pytest.mark.slow
-def test_two_point_sweep_on_the_demo_config(tiny_synthetic_root, tmp_path):
+def test_two_point_sweep_on_the_demo_config(tiny_synthetic_root, tmp_path, monkeypatch):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    from datamodules.records import read_records, tagged_phrases
+    from lightning_modules.grove_module import GroveModule
+    from models.prompting import format_target
+
+    # A 3-step model writes no phrase yet; oracle captions (the GT, tagged) give the box decoder
+    # phrases to ground, so the threshold sweep has boxes to drop.
+    monkeypatch.setattr(GroveModule, "generate", lambda self, batch: [format_target(t) for t in batch["tagged_captions"]])
     out = tmp_path / "sweep"
     tiny = tiny_cli_args(tiny_synthetic_root, tmp_path)
     assert tiny[:2] == ["--config", str(ROOT / "configs" / "demo.yaml")]
     results = sweep_main(["--config", tiny[1], "--axis", f"config=base,{NO_ADAPTERS}", "--out", str(out),
-                          "--", *tiny[2:]])
+                          "--", *tiny[2:], "--trainer.log_every_n_steps=1"])
     assert [r["name"] for r in results] == ["base", "no_adapters"] and not any(r.get("error") for r in results)
 
     md = (out / "results.md").read_text().splitlines()
@@ -185,7 +192,10 @@ def test_two_point_sweep_on_the_demo_config(tiny_synthetic_root, tmp_path):
             assert (out / result["name"] / sub).is_dir()
         # the threshold sweep starts from every box (threshold 0) and drops boxes as it rises
         boxes = [r["num_pred_boxes"] for r in saved["threshold_sweep"]]
-        assert boxes == sorted(boxes, reverse=True) and boxes[0] > 0
+        slots = sum(len(tagged_phrases(r.tagged_caption)) * len(r.bboxes)
+                    for r in read_records(tiny_synthetic_root / "annotations" / "test.json"))
+        assert boxes[0] == slots and boxes == sorted(boxes, reverse=True)
+        assert saved["metrics"]["METEOR"] > 0.9  # the oracle captions were used
 
     with Image.open(out / "threshold_sweep.png") as png:
         assert png.format == "PNG"

@@ -1,13 +1,14 @@
 """Cost of the HowToGround1M compact index: build time and resident memory for N synthetic
 HowToGround-style records, and the per-sample record load time.
 
-    PYTHONPATH=. python bench/bench_index.py [--records 100000] [--root /tmp/...] [--eager] [--keep]
+    PYTHONPATH=. python bench/bench_index.py [--records 100000] [--compare-records 10000] [--root DIR] [--keep]
 
 Records are written as per-key pickles in the public layout (numpy boxes and labels; 40
 annotated frames, 3 phrases, about 2 boxes a frame: about 80 boxes, like HowToGround1M's mean).
 Each measurement runs in a fresh process so its peak resident memory is its own; the baseline is
-a process that only imports the project. ``--eager`` also times reading every record up front
-(what a DataLoader worker would otherwise hold), and a single-pickle source packed into one file.
+a process that only imports the project. For comparison, on the first ``--compare-records``
+records (their cost grows linearly): reading every record up front (what each DataLoader worker
+would otherwise hold), and the single-pickle layout, which must be loaded whole once to be packed.
 """
 from __future__ import annotations
 
@@ -136,7 +137,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=2000, help="random records loaded to time one load")
     parser.add_argument("--root", default=None, help="where to write the records (default: a temp folder)")
-    parser.add_argument("--eager", action="store_true", help="also time reading every record up front")
+    parser.add_argument("--compare-records", type=int, default=10_000,
+                        help="records for the eager-reading and single-pickle comparisons (0: skip)")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     root = Path(args.root or tempfile.mkdtemp(prefix="bench_index_"))
@@ -157,24 +159,29 @@ def main() -> None:
               f"(+{use['rss_after_loads_mib']:.1f} MiB after {args.samples} loads)")
         print(f"  record load:            median {np.median(ms):.2f} ms, mean {ms.mean():.2f} ms, "
               f"p95 {np.percentile(ms, 95):.2f} ms (warm page cache)")
-        if args.eager:
+        n = min(args.compare_records, args.records)
+        if n:
+            subset = root / "subset"
+            subset.mkdir(exist_ok=True)
+            files = sorted(folder.iterdir())[:n]
+            for p in files:
+                (subset / p.name).write_bytes(p.read_bytes())
             single = root / "all.pkl"
-            if not single.exists():
-                from datamodules.records import read_records  # noqa: F401
-
-                with open(single, "wb") as f:
-                    pickle.dump({p.stem: pickle.loads(p.read_bytes()) for p in sorted(folder.iterdir())}, f)
+            with open(single, "wb") as f:
+                pickle.dump({p.stem: pickle.loads(p.read_bytes()) for p in files}, f)
             build = _in_child(child_build, str(single), str(root / "index_packed"))
             use = _in_child(child_open_and_load, str(root / "index_packed"), args.samples)
             ms = use["load_ms"]
-            print("\nsingle pickle, packed once into one file")
-            print(f"  index build (pack):     {build['seconds']:.2f} s, peak RSS {build['peak_mib']:.0f} MiB")
-            print(f"  open + touch all keys:  {use['open_s'] * 1000:.0f} ms, +{use['rss_open_mib']:.1f} MiB RSS")
+            print(f"\nsingle pickle of {n} records, packed once into one file")
+            print(f"  index build (load + pack): {build['seconds']:.2f} s, peak RSS {build['peak_mib']:.0f} MiB "
+                  f"(+{build['peak_mib'] - base['peak_mib']:.0f} MiB over the baseline)")
             print(f"  record load:            median {np.median(ms):.2f} ms, mean {ms.mean():.2f} ms, "
                   f"p95 {np.percentile(ms, 95):.2f} ms")
-            eager = _in_child(child_eager, str(folder))
-            print(f"\neager read_records of the folder: {eager['seconds']:.1f} s, +{eager['rss_mib']:.0f} MiB RSS "
-                  f"(per worker, for {eager['n']} records)")
+            eager = _in_child(child_eager, str(subset))
+            scale = args.records / n
+            print(f"\neager read_records of {n} per-key files: {eager['seconds']:.1f} s, +{eager['rss_mib']:.0f} MiB RSS "
+                  f"per process (x{scale:.0f} for {args.records}: ~{eager['seconds'] * scale:.0f} s, "
+                  f"~{eager['rss_mib'] * scale / 1024:.1f} GiB per DataLoader worker)")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

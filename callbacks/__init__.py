@@ -5,3 +5,5 @@ from callbacks.prediction_writer import PredictionWriter  # noqa: E402,F401
 from callbacks.skipped_videos import SkippedVideoReport  # noqa: E402,F401
 from callbacks.grounded_evaluation import GroundedEvaluation  # noqa: E402,F401
 from callbacks.cpu_threads import CpuThreads  # noqa: E402,F401
+from callbacks.annotated_video_writer import AnnotatedVideoWriter  # noqa: E402,F401
+from callbacks.tensorboard_visualizer import ValidationClipVisualizer  # noqa: E402,F401

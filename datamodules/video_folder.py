@@ -19,6 +19,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -70,7 +71,7 @@ def list_videos(spec: str | Path, key: str = "data.videos") -> list[Path]:
 def video_ids(paths: Sequence[Path]) -> list[str]:
     """File stems, made unique where two files share one by prefixing their folders ('a__b__clip')."""
     stems = [p.stem for p in paths]
-    repeated = {s for s in stems if stems.count(s) > 1}
+    repeated = {s for s, n in Counter(stems).items() if n > 1}
     if not repeated:
         return stems
     resolved = [p.resolve() for p in paths]

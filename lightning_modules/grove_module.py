@@ -266,7 +266,7 @@ class GroveModule(L.LightningModule):
                     "frame": int(frame_indices[i, f]),
                     "boxes": px[i, f, sel].tolist(),
                     "labels": [phrases[i][j] for j in sel],
-                    "scores": [round(float(s), 4) for s in scores[i, f, sel]],
+                    "scores": [float(s) for s in scores[i, f, sel]],
                 })
             out[key] = {"caption": strip_caption(tagged[i]), "tagged_caption": tagged[i],
                         "phrases": list(phrases[i]), "frames": frames}

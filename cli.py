@@ -24,7 +24,7 @@ def _prompter_of(model):
 # Config keys that name local files, and the README section that says how to obtain them.
 MODEL_PATH_KEYS = {"checkpoint": "Pretrained weights", "path": "Pretrained weights",
                    "tokenizer_path": "Pretrained weights", "factual_path": "Pretrained weights"}
-DATA_PATH_SUFFIXES = ("_annotations", "video_root")
+DATA_PATH_SUFFIXES = ("_annotations", "video_root", "_keys")
 
 
 def _as_dict(value) -> dict:
@@ -45,6 +45,14 @@ def missing_paths(config) -> list[str]:
     for name, value in _as_dict(data.get("init_args")).items():
         if name.endswith(DATA_PATH_SUFFIXES) and isinstance(value, str) and not Path(value).exists():
             problems.append(f"data.{name}: {value!r} (README section 'Datasets')")
+    trainer = config.get("trainer") or {}
+    callbacks = trainer.get("callbacks") if hasattr(trainer, "get") else None
+    for callback in callbacks or []:
+        args = _as_dict(_as_dict(callback).get("init_args"))
+        value = args.get("checkpoint_path")
+        if isinstance(value, str) and not Path(value).exists():
+            problems.append(f"trainer.callbacks[{_as_dict(callback).get('class_path')}].checkpoint_path: {value!r} "
+                            "(README section 'Datasets')")
     return problems
 
 

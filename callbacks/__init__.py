@@ -7,3 +7,5 @@ from callbacks.grounded_evaluation import GroundedEvaluation  # noqa: E402,F401
 from callbacks.cpu_threads import CpuThreads  # noqa: E402,F401
 from callbacks.annotated_video_writer import AnnotatedVideoWriter  # noqa: E402,F401
 from callbacks.tensorboard_visualizer import ValidationClipVisualizer  # noqa: E402,F401
+from callbacks.init_from_checkpoint import InitFromCheckpoint  # noqa: E402,F401
+from callbacks.task_evaluation import ANetEntitiesEvaluation, VidSTGEvaluation  # noqa: E402,F401

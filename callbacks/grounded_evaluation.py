@@ -57,7 +57,8 @@ class GroundedEvaluation(L.Callback):
             if not name.startswith("num_"):
                 pl_module.log(f"{stage}/{name}", value, sync_dist=False, rank_zero_only=False)
         self.last_results[stage] = results
-        if self.write_report and trainer.is_global_zero:
+        # fast_dev_run is a smoke test: no files (its logger has no run folder)
+        if self.write_report and trainer.is_global_zero and not trainer.fast_dev_run:
             folder = run_dir(trainer)
             folder.mkdir(parents=True, exist_ok=True)
             name = f"eval_{stage}_epoch{trainer.current_epoch:03d}_step{trainer.global_step:07d}.json"

@@ -35,10 +35,11 @@ class TaskEvaluation(L.Callback):
         dataset = getattr(trainer.datamodule, "datasets", {}).get(STAGE_SPLIT[stage])
         if dataset is None or not hasattr(dataset, "records"):
             raise RuntimeError(f"{type(self).__name__} needs the DataModule's '{STAGE_SPLIT[stage]}' dataset records")
-        metric = self.metrics.get(stage) or self.make_metric(pl_module)
+        metric = self.metrics.get(stage)
+        if metric is None:
+            metric = self.metrics[stage] = self.make_metric(pl_module)
         metric.reset()
         metric.set_references(dataset.records)
-        self.metrics[stage] = metric
 
     def _update(self, stage: str, outputs) -> None:
         if stage in self.metrics and isinstance(outputs, dict):

@@ -216,7 +216,7 @@ class _Checks:
         return best > threshold
 
 
-def _segment_arrays(vid: str, seg: str, ann: Mapping) -> tuple[np.ndarray, np.ndarray, list, list]:
+def _segment_arrays(ann: Mapping) -> tuple[np.ndarray, np.ndarray, list, list]:
     boxes = np.asarray(ann["process_bnd_box"], dtype=np.float64).reshape(-1, 4)
     frames = np.asarray(ann["frame_ind"], dtype=np.int64).reshape(-1)
     return boxes, frames, [list(c) for c in ann["process_clss"]], [[int(i) for i in ix] for ix in ann["process_idx"]]
@@ -255,7 +255,7 @@ def evaluate_anet_entities(reference: Mapping[str, Mapping[str, Mapping]], submi
     lemma = dict(zip(words, lemmatize(words))) if words else {}
 
     for vid, seg, ann in predicted:
-        boxes, frames, clss, idx = _segment_arrays(vid, seg, ann)
+        boxes, frames, clss, idx = _segment_arrays(ann)
         entry = submission[vid][seg]
         words_of: dict[str, list[int]] = {}
         for b, cls_list in enumerate(clss):
@@ -276,7 +276,7 @@ def evaluate_anet_entities(reference: Mapping[str, Mapping[str, Mapping]], submi
                 prec_entries.append(("all", cls, (vid, seg), None))  # hallucinated object
 
     for vid, seg, ann in annotated:
-        boxes, frames, clss, idx = _segment_arrays(vid, seg, ann)
+        boxes, frames, clss, idx = _segment_arrays(ann)
         entry = submission.get(vid, {}).get(seg)
         for word in sorted({i for ix in idx for i in ix}):
             cls = _word_class(clss, idx, word)
@@ -336,7 +336,7 @@ def evaluate_gt_grounding(reference: Mapping[str, Mapping[str, Mapping]], submis
         for seg, ann in segs.items():
             if not len(ann.get("frame_ind", [])):
                 continue
-            boxes, frames, clss, idx = _segment_arrays(vid, seg, ann)
+            boxes, frames, clss, idx = _segment_arrays(ann)
             entry = submission.get(vid, {}).get(seg)
             for word in sorted({i for ix in idx for i in ix}):
                 cls = _word_class(clss, idx, word)

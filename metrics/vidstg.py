@@ -11,7 +11,8 @@ frames with a ground-truth box (the tube) and ``T_pred`` the frames with a predi
 
 Choices (documented): the predicted temporal span is the set of grid frames where the prediction
 keeps a box (the objectness threshold decides; a model without objectness keeps every frame it is
-given, so with clips cut to the GT tube T_pred = T_gt and both variants agree). VidSTG has one
+given, so with clips cut to the GT tube T_pred is the tube and the two variants differ only where
+the GT trajectory has no box on a frame of the tube). VidSTG has one
 target per sentence, so in each frame the highest-scored predicted box is taken (the first on ties
 or without scores), whatever its label. Predicted frames off the grid are ignored.
 """

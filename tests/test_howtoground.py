@@ -195,3 +195,21 @@ def test_datamodule_lazy_train_eager_val_and_missing_paths(public, tmp_path):
                                      train_keys=str(tmp_path / "keys.pkl"))
     with pytest.raises(FileNotFoundError, match=r"data.init_args.train_keys.*README section 'Datasets'"):
         bad_keys.prepare_data()
+
+
+def test_frame_folder_root_gives_the_same_frames(public, tmp_path):
+    from PIL import Image
+
+    from datamodules.video import PyAVVideoSource
+
+    record = next(r for r in read_records(public["raw"]) if r.key == "vidA_1")
+    with PyAVVideoSource(public["videos"] / "vidA_1.mp4") as video:
+        frames = video.read_all()
+    folder = tmp_path / "frames" / "vidA_1"  # <root>/<video stem>/000001.png, 1-based like ffmpeg
+    folder.mkdir(parents=True)
+    for i, frame in enumerate(frames):
+        Image.fromarray(frame).save(folder / f"{i + 1:06d}.png")
+    kw = dict(num_frames=4, train=False, all_frames=True, global_image_size=32, grounding_image_size=64)
+    from_video = GroundedClipDataset([record], public["videos"], **kw)[0]
+    from_folder = GroundedClipDataset([record], tmp_path / "frames", **kw)[0]
+    assert from_folder["skipped"] == [] and from_folder["global_frames"].equal(from_video["global_frames"])

@@ -1,6 +1,6 @@
-"""Evaluation callbacks of the downstream grounding tasks: VidSTG and ActivityNet-Entities.
+"""Evaluation callbacks: grounded captioning (GROVE's own metrics), VidSTG and ActivityNet-Entities.
 
-Like :class:`callbacks.GroundedEvaluation`, they feed the predictions the LightningModule returns
+They feed the predictions the LightningModule returns
 from its validation/test steps to a torchmetrics ``Metric`` whose references are the DataModule's
 records, log ``{stage}/{task}/{metric}`` and write a JSON report per evaluation into the run folder.
 The metric maths lives in :mod:`metrics.vidstg` and :mod:`metrics.anet_entities`, which the
@@ -21,7 +21,7 @@ STAGE_SPLIT = {"val": "val", "test": "test"}
 class TaskEvaluation(L.Callback):
     """Base: one metric per stage, references from ``trainer.datamodule.datasets[split].records``."""
 
-    task = "task"
+    task: str | None = None  # metric names are {stage}/{task}/{name}, or {stage}/{name} without a task
 
     def __init__(self, write_report: bool = True):
         self.write_report = write_report
@@ -29,7 +29,8 @@ class TaskEvaluation(L.Callback):
         self.last_results: dict[str, dict[str, float]] = {}
 
     def make_metric(self, pl_module: L.LightningModule) -> Metric:
-        raise NotImplementedError
+        """The stage's metric; subclasses define it."""
+        raise NotImplementedError(f"{type(self).__name__} must define make_metric")
 
     def _start(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         dataset = getattr(trainer.datamodule, "datasets", {}).get(STAGE_SPLIT[stage])
@@ -53,14 +54,18 @@ class TaskEvaluation(L.Callback):
         metric.reset()
         if not results:
             return
+        prefix = f"{stage}/{self.task}/" if self.task else f"{stage}/"
         for name, value in results.items():
             if not name.startswith("num_"):
-                pl_module.log(f"{stage}/{self.task}/{name}", float(value), sync_dist=False, rank_zero_only=False)
+                # values are already gathered over processes by the metric
+                pl_module.log(prefix + name, float(value), sync_dist=False, rank_zero_only=False)
         self.last_results[stage] = results
-        if self.write_report and trainer.is_global_zero:
+        # fast_dev_run is a smoke test: no files (its logger has no run folder)
+        if self.write_report and trainer.is_global_zero and not trainer.fast_dev_run:
             folder = run_dir(trainer)
             folder.mkdir(parents=True, exist_ok=True)
-            name = f"eval_{self.task}_{stage}_epoch{trainer.current_epoch:03d}_step{trainer.global_step:07d}.json"
+            task = f"{self.task}_" if self.task else ""
+            name = f"eval_{task}{stage}_epoch{trainer.current_epoch:03d}_step{trainer.global_step:07d}.json"
             (folder / name).write_text(json.dumps({"stage": stage, "task": self.task, "epoch": trainer.current_epoch,
                                                     "step": trainer.global_step, "metrics": results}, indent=2))
 

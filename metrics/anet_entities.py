@@ -42,12 +42,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
-from torchmetrics import Metric
-from torchmetrics.utilities import dim_zero_cat
 
 from core.box_ops import box_iou_pairwise
 from datamodules.records import PHRASE_TAG
-from metrics.grounded_caption_metric import decode_payloads, encode_payload
+from metrics.prediction_set import PredictionSetMetric
 
 NUM_FRAMES = 10
 IOU_THRESHOLD = 0.5
@@ -356,7 +354,7 @@ def evaluate_gt_grounding(reference: Mapping[str, Mapping[str, Mapping]], submis
 
 # ---------------------------------------------------------------- online metric
 
-class ANetEntitiesMetric(Metric):
+class ANetEntitiesMetric(PredictionSetMetric):
     """The ActivityNet-Entities metrics as a torchmetrics ``Metric`` (predictions in, F1s out).
 
     ``mode='gen'`` scores generated captions (F1_all, F1_loc and their per-sentence variants);
@@ -364,16 +362,11 @@ class ANetEntitiesMetric(Metric):
     References are the DataModule's records (:meth:`set_references`).
     """
 
-    full_state_update = False
-    higher_is_better = True
-
     def __init__(self, mode: str = "gen", lemmatize: Lemmatizer | None = None,
                  iou_threshold: float = IOU_THRESHOLD, **kwargs):
         super().__init__(**kwargs)
         if mode not in ("gen", "GT"):
             raise ValueError(f"mode must be 'gen' or 'GT', got {mode!r}")
-        self.add_state("payload", default=[], dist_reduce_fx="cat")
-        self.add_state("lengths", default=[], dist_reduce_fx="cat")
         self.mode = mode
         self.lemmatize = lemmatize
         self.iou_threshold = iou_threshold
@@ -385,23 +378,7 @@ class ANetEntitiesMetric(Metric):
         self.reference = reference_from_records(records)
         self.keys = {r.key for r in records}
 
-    def update(self, predictions: Mapping[str, Mapping[str, Any]]) -> None:
-        for key, pred in predictions.items():
-            blob = encode_payload([key, pred])
-            self.payload.append(blob)
-            self.lengths.append(torch.tensor([blob.numel()], dtype=torch.int64))
 
-    def predictions(self) -> dict[str, dict]:
-        if isinstance(self.payload, list):
-            if not self.payload:
-                return {}
-            payload, lengths = dim_zero_cat(self.payload), dim_zero_cat(self.lengths)
-        else:
-            payload, lengths = self.payload, self.lengths
-        out: dict[str, dict] = {}
-        for key, pred in decode_payloads(payload, lengths):
-            out.setdefault(key, pred)
-        return out
 
     def compute(self) -> dict[str, float]:
         preds = self.predictions()

@@ -65,7 +65,7 @@ def kendall_tau_b(x, y) -> float:
             s += int((sx * sy).sum())
         s //= 2  # every unordered pair was counted twice
     n0 = n * (n - 1) // 2
-    denom = math.sqrt(float(n0 - _tied_pairs(xc))) * math.sqrt(float(n0 - _tied_pairs(yc)))
+    denom = math.sqrt(float(n0 - _tied_pairs(xc)) * float(n0 - _tied_pairs(yc)))
     return math.nan if denom == 0 else s / denom
 
 

@@ -26,11 +26,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
-from torchmetrics import Metric
-from torchmetrics.utilities import dim_zero_cat
 
 from core.box_ops import box_iou_pairwise
-from metrics.grounded_caption_metric import decode_payloads, encode_payload
+from metrics.prediction_set import PredictionSetMetric
 from metrics.grounding import frames_from_prediction
 
 SENTENCE_TYPES = ("declarative", "interrogative")
@@ -105,20 +103,15 @@ def evaluate_vidstg(records: Iterable | Mapping, predictions: Mapping[str, Mappi
     return out
 
 
-class VidSTGMetric(Metric):
+class VidSTGMetric(PredictionSetMetric):
     """The VidSTG metrics as a torchmetrics ``Metric``: predictions in, :func:`evaluate_vidstg` out.
 
     The state is the predictions (SPEC §3 dicts serialised to bytes), gathered by concatenation
     under DDP; references (the DataModule's records) are set with :meth:`set_references`.
     """
 
-    full_state_update = False
-    higher_is_better = True
-
     def __init__(self, thresholds: Sequence[float] = THRESHOLDS, **kwargs):
         super().__init__(**kwargs)
-        self.add_state("payload", default=[], dist_reduce_fx="cat")
-        self.add_state("lengths", default=[], dist_reduce_fx="cat")
         self.thresholds = tuple(thresholds)
         self.references: dict[str, Any] = {}
 
@@ -126,23 +119,7 @@ class VidSTGMetric(Metric):
         items = references.values() if isinstance(references, Mapping) else references
         self.references = {r.key: r for r in items}
 
-    def update(self, predictions: Mapping[str, Mapping[str, Any]]) -> None:
-        for key, pred in predictions.items():
-            blob = encode_payload([key, pred])
-            self.payload.append(blob)
-            self.lengths.append(torch.tensor([blob.numel()], dtype=torch.int64))
 
-    def predictions(self) -> dict[str, dict]:
-        if isinstance(self.payload, list):
-            if not self.payload:
-                return {}
-            payload, lengths = dim_zero_cat(self.payload), dim_zero_cat(self.lengths)
-        else:
-            payload, lengths = self.payload, self.lengths
-        out: dict[str, dict] = {}
-        for key, pred in decode_payloads(payload, lengths):
-            out.setdefault(key, pred)
-        return out
 
     def compute(self) -> dict[str, float]:
         preds = self.predictions()

@@ -1,0 +1,58 @@
+"""A torchmetrics state holding SPEC §3 predictions per clip key, gathered correctly under DDP.
+
+Predictions are variable-sized nested dicts with strings, which torchmetrics cannot reduce. Each
+clip's prediction is serialised to a uint8 tensor and its length kept in a second state; both are
+concatenated across processes in rank order, then decoded and de-duplicated by clip key
+(DistributedSampler-style padding repeats clips). Task metrics subclass :class:`PredictionSetMetric`
+and implement ``compute`` from :meth:`PredictionSetMetric.predictions`.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+import torch
+from torchmetrics import Metric
+from torchmetrics.utilities import dim_zero_cat
+
+
+def encode_payload(obj: Any) -> torch.Tensor:
+    return torch.frombuffer(bytearray(json.dumps(obj).encode("utf-8")), dtype=torch.uint8).clone()
+
+
+def decode_payloads(payload: torch.Tensor, lengths: torch.Tensor) -> list[Any]:
+    data = payload.cpu().numpy().tobytes()
+    out, start = [], 0
+    for n in lengths.cpu().tolist():
+        out.append(json.loads(data[start:start + n].decode("utf-8")))
+        start += n
+    return out
+
+
+class PredictionSetMetric(Metric):
+    full_state_update = False
+    higher_is_better = True
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.add_state("payload", default=[], dist_reduce_fx="cat")
+        self.add_state("lengths", default=[], dist_reduce_fx="cat")
+
+    def update(self, predictions: Mapping[str, Mapping[str, Any]]) -> None:
+        for key, pred in predictions.items():
+            blob = encode_payload([key, pred])
+            self.payload.append(blob)
+            self.lengths.append(torch.tensor([blob.numel()], dtype=torch.int64))
+
+    def predictions(self) -> dict[str, dict]:
+        """The gathered predictions, one per clip key (the first copy of a repeated clip wins)."""
+        if isinstance(self.payload, list):
+            if not self.payload:
+                return {}
+            payload, lengths = dim_zero_cat(self.payload), dim_zero_cat(self.lengths)
+        else:
+            payload, lengths = self.payload, self.lengths
+        out: dict[str, dict] = {}
+        for key, pred in decode_payloads(payload, lengths):
+            out.setdefault(key, pred)
+        return out

@@ -40,7 +40,7 @@ class PredictionWriter(L.Callback):
             self.buffer.update(outputs["predictions"])
 
     def _flush(self, trainer: L.Trainer, stage: str) -> None:
-        if stage not in self.stages or trainer.fast_dev_run:  # smoke tests write nothing
+        if stage not in self.stages:
             self.buffer = {}
             return
         folder = Path(self.output_dir) if self.output_dir else run_dir(trainer)

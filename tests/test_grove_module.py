@@ -51,6 +51,15 @@ def test_warmup_linear_decay_curve():
 @pytest.mark.slow
 def test_a_few_hundred_steps_lower_the_loss_substantially(tiny_synthetic_root, tmp_path):
     torch.manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the demo's CpuThreads callback does: spinning OpenMP threads cost more here
+    try:
+        _train_and_check(tiny_synthetic_root, tmp_path)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train_and_check(tiny_synthetic_root, tmp_path):
     cli = _module(tiny_synthetic_root, tmp_path)
     module, data = cli.model, cli.datamodule
     data.setup("fit")

@@ -342,7 +342,22 @@ def share_synset(a: str, b: str, pos: str) -> bool:
 # ----------------------------------------------------------------------------- rule backend
 
 class RuleBackend:
-    """Offline extraction, substitution and rewriting (spaCy + WordNet + curated actions)."""
+    """Offline extraction, substitution and rewriting (spaCy + WordNet + curated actions).
+
+    Args:
+        alternatives_path: the curated action lexicon (``action_alternatives.json``).
+        in_domain: ``prefer`` substitutes seen in the dataset's own captions, ``require`` only
+            those (an element without one is not counted), or ``off`` (WordNet's nearest only).
+        max_climb: how many hypernym steps two nouns may be from their shared category
+            (2: siblings and cousins; shapes like circle / square need 4, via plane_figure).
+        climb_decay: sampling weight factor per extra step (1.0: uniform over candidates).
+        spacy_model / nlp: the parser (loaded lazily by name, or given).
+
+    Objects are nouns of the caption in WordNet's concrete categories, with their colour word
+    and compound nouns ("red circle", "lawn mower"); an object is replaced in all its mentions.
+    Actions are verbs (not copulas, light or aspectual verbs) with their particle ("picks up");
+    every verb occurrence is its own fact.
+    """
 
     name = "rule"
 
@@ -371,6 +386,7 @@ class RuleBackend:
         self.domain_verbs: set[str] = set()
         self.domain_colours: set[str] = set()
         self.domain_sense: dict[str, Any] = {}
+        self.domain_forms: dict[str, set[bool]] = {}  # noun -> seen with a colour? (True / False)
         self._domain_index: dict[Any, list[tuple[str, Any, int]]] = {}
         self._noun_cache: dict[str, list[tuple[str, float]]] = {}
         self._verb_cache: dict[str, list[tuple[str, float]]] = {}
@@ -521,6 +537,7 @@ class RuleBackend:
             for obj in ex.objects:
                 occ = obj.occurrences[0]
                 self.domain_nouns.add(occ["lemma"])
+                self.domain_forms.setdefault(occ["lemma"], set()).add(occ["colour"] is not None)
                 if occ["colour"] is not None:
                     self.domain_colours.add(ex.doc[occ["colour"]].text.lower())
             for act in ex.actions:
@@ -559,16 +576,18 @@ class RuleBackend:
         return (word != original and word.isalpha() and word.islower() and word not in self.blocked
                 and not share_synset(word, original, pos))
 
-    def noun_alternatives(self, lemma: str) -> list[tuple[str, float]]:
+    def noun_alternatives(self, lemma: str, coloured: bool | None = None) -> list[tuple[str, float]]:
         """Co-hyponyms of the noun with sampling weights: in-domain first (per ``in_domain``).
 
         A candidate shares a hypernym with one of the noun's common concrete senses, within
         ``max_climb`` steps of both, in the same WordNet category (lexname), is neither its
         ancestor nor its descendant, and shares no synset with it (no synonyms). Weights decay
-        by ``climb_decay`` per extra step, so close siblings are preferred.
+        by ``climb_decay`` per extra step, so close siblings are preferred. An in-domain
+        candidate must also have been used in the same form (``coloured``: with a colour word,
+        or without): "a red wall" would betray itself in a dataset whose walls are never coloured.
         """
-        if lemma in self._noun_cache:
-            return self._noun_cache[lemma]
+        if (lemma, coloured) in self._noun_cache:
+            return self._noun_cache[lemma, coloured]
         senses = [self.domain_sense[lemma]] if lemma in self.domain_sense else self._noun_senses(lemma)
         found: dict[str, int] = {}
         if self.in_domain != "off":
@@ -580,13 +599,15 @@ class RuleBackend:
                             continue
                         if sense in self._ancestors(other) or word in BASIC_COLOURS or word in NON_OBJECT_NOUNS:
                             continue
+                        if coloured is not None and coloured not in self.domain_forms.get(word, ()):
+                            continue
                         climb = max(d_own, d_other)
                         if climb < found.get(word, 99) and self._valid_substitute(word, lemma, self.wn.NOUN):
                             found[word] = climb
         if not found and self.in_domain != "require":
             found = self._wordnet_cousins(lemma, senses)
         out = sorted((w, self.climb_decay ** (c - 1)) for w, c in found.items())
-        self._noun_cache[lemma] = out
+        self._noun_cache[lemma, coloured] = out
         return out
 
     def _wordnet_cousins(self, lemma: str, senses: list[Any]) -> dict[str, int]:
@@ -658,7 +679,7 @@ class RuleBackend:
             return {"verb": alternatives} if alternatives else {}
         occ = element.occurrences[0]
         options = {}
-        nouns = self.noun_alternatives(occ["lemma"])
+        nouns = self.noun_alternatives(occ["lemma"], coloured=occ["colour"] is not None)
         if nouns:
             options["noun"] = nouns
         if occ["colour"] is not None:

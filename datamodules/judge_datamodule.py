@@ -175,6 +175,13 @@ def uniform_frame_indices(start: int, end: int, num_frames: int) -> np.ndarray:
     return np.minimum(np.floor((edges[:-1] + edges[1:]) / 2).astype(np.int64), end)
 
 
+def shuffle_videos(rows: Sequence[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
+    """The rows with their clips (video and clip range) permuted among them, captions kept."""
+    clip_fields = ("video", "fps", "start_frame", "end_frame", "start_s", "end_s")
+    order = np.random.default_rng(seed).permutation(len(rows))
+    return [{**row, **{k: rows[j].get(k) for k in clip_fields}} for row, j in zip(rows, order)]
+
+
 class JudgeDataset(Dataset):
     """Rows -> encoded samples (frames decoded here; a missing or broken video is skipped and reported)."""
 
@@ -270,7 +277,7 @@ class JudgeDataModule(L.LightningDataModule):
 
     Args:
         train_file / val_file / test_file: judge JSONL files (None = no such split).
-        video_root: folder the rows' ``video`` is relative to.
+        video_root: folder the rows' ``video`` is relative to (default with ``synthetic``: its videos).
         vatex_eval: optional human-rated test set (project JSON or public VATEX-Eval folder); when
             given it replaces ``test_file`` for ``test``, with ``vatex_video_root`` / ``vatex_video_template``.
         generate_from: ``{split: annotation path}``; a missing split file is generated from those
@@ -280,6 +287,10 @@ class JudgeDataModule(L.LightningDataModule):
             ``datamodules.synthetic.generate_synthetic_dataset``) under ``synthetic_root``.
         num_frames: frames sampled per clip (32 in the paper).
         cache_frames: decoded clips kept in memory per worker (0 = off).
+        max_eval_rows: use only the first rows of val / test.
+        shuffle_eval_videos: pair every val / test caption with another row's clip (a fixed
+            permutation). A control: a judge that really looks at the video loses its correlation,
+            one that reads only the caption keeps it.
         prompter: the model's JudgePrompter; linked from the model by the CLI, not configured here.
     """
 
@@ -288,7 +299,7 @@ class JudgeDataModule(L.LightningDataModule):
         train_file: str | None = None,
         val_file: str | None = None,
         test_file: str | None = None,
-        video_root: str = str(DATA_DIR / "synthetic" / "videos"),
+        video_root: str | None = None,
         vatex_eval: str | None = None,
         vatex_video_root: str | None = None,
         vatex_video_template: str = "{video_id}.mp4",
@@ -302,6 +313,7 @@ class JudgeDataModule(L.LightningDataModule):
         num_workers: int = 2,
         cache_frames: int = 0,
         max_eval_rows: int | None = None,
+        shuffle_eval_videos: bool = False,
         on_error: str = "skip",
         prompter: Any = None,
     ):
@@ -346,9 +358,17 @@ class JudgeDataModule(L.LightningDataModule):
             if dataset is not None:
                 self.datasets[split] = dataset
 
+    def resolved_video_root(self) -> str:
+        hp = self.hparams
+        if hp.video_root is not None:
+            return hp.video_root
+        if hp.synthetic is not None:
+            return str(Path(hp.synthetic_root) / "videos")
+        raise ValueError("JudgeDataModule needs video_root (or synthetic, whose videos are then used)")
+
     def make_dataset(self, split: str) -> JudgeDataset | None:
         hp = self.hparams
-        root = hp.video_root
+        root = self.resolved_video_root()
         if split == "test" and hp.vatex_eval is not None:
             rows = read_vatex_eval(hp.vatex_eval, video_template=hp.vatex_video_template)
             root = hp.vatex_video_root or root
@@ -358,6 +378,8 @@ class JudgeDataModule(L.LightningDataModule):
             return None
         if split != "train" and hp.max_eval_rows is not None:
             rows = rows[: hp.max_eval_rows]
+        if split != "train" and hp.shuffle_eval_videos:
+            rows = shuffle_videos(rows, seed=0)
         return JudgeDataset(rows, root, self.prompter, num_frames=hp.num_frames, with_answer=True,
                             cache_frames=hp.cache_frames, on_error=hp.on_error)
 

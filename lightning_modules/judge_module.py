@@ -8,6 +8,7 @@ logged as a share and left out of the correlations.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import math
@@ -53,6 +54,19 @@ class WarmupCosineDecay(LRScheduler):
         return [self.lr_at(base, self.last_epoch) for base in self.base_lrs]
 
 
+def _accepts(factory: Any, name: str) -> bool:
+    """Whether a scheduler factory (a class, function, or the partial LightningCLI builds) takes ``name``."""
+    if isinstance(factory, functools.partial):
+        if name in factory.keywords:
+            return True
+        classes = [a for a in factory.args if isinstance(a, type)]
+        return name in inspect.signature(classes[0]).parameters if classes else _accepts(factory.func, name)
+    try:
+        return name in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _default_optimizer(params):
     return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.0)
 
@@ -76,8 +90,8 @@ class JudgeModule(L.LightningModule):
         torch_threads: intra-op CPU threads (``torch.set_num_threads``) set at setup. A toy judge on
             a shared 2-core CPU runs several times faster on one thread (no thread synchronisation),
             with the data worker on the other core; None leaves torch's default.
-        optimizer / lr_scheduler: from the config; AdamW lr 1e-4 with 5 % warm-up and cosine decay
-            to 1e-5 by default (appendix C).
+        optimizer / lr_scheduler: from the config; None means the paper's AdamW lr 1e-4 with 5 %
+            warm-up and cosine decay to 1e-5 (appendix C).
     """
 
     def __init__(
@@ -100,15 +114,15 @@ class JudgeModule(L.LightningModule):
         checkpoint_trainable_only: bool = False,
         answers_file: str | None = None,
         torch_threads: int | None = None,
-        optimizer: OptimizerCallable = _default_optimizer,
-        lr_scheduler: LRSchedulerCallable | None = _default_scheduler,
+        optimizer: OptimizerCallable | None = None,
+        lr_scheduler: LRSchedulerCallable | None = None,
     ):
         super().__init__()
         self.save_hyperparameters(ignore=list(EVAL_SETTINGS) + ["optimizer", "lr_scheduler"])
         self.max_new_tokens = int(max_new_tokens)
         self.answers_file = answers_file
-        self.optimizer_factory = optimizer
-        self.lr_scheduler_factory = lr_scheduler
+        self.optimizer_factory = optimizer or _default_optimizer
+        self.lr_scheduler_factory = lr_scheduler or _default_scheduler
         self.judge = VCInspectorJudge(
             model_path=model_path, tiny=tiny, adapter_path=adapter_path, lora=lora, template=template,
             max_pixels=max_pixels, min_pixels=min_pixels, train_vision=train_vision,
@@ -130,11 +144,8 @@ class JudgeModule(L.LightningModule):
         if not params:
             raise ValueError("JudgeModule has nothing to train: set model.lora (or train_vision)")
         optimizer = self.optimizer_factory(params)
-        if self.lr_scheduler_factory is None:
-            return optimizer
         kwargs = {}
-        target = getattr(self.lr_scheduler_factory, "func", self.lr_scheduler_factory)
-        if "total_steps" in inspect.signature(target).parameters:
+        if _accepts(self.lr_scheduler_factory, "total_steps"):
             kwargs["total_steps"] = int(self.trainer.estimated_stepping_batches)
         scheduler = self.lr_scheduler_factory(optimizer, **kwargs)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

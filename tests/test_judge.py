@@ -1,0 +1,288 @@
+"""The VC-Inspector judge: answer parsing, rank correlations (vs scipy), the prompter's masks,
+LoRA adapter save/load, the learning-rate schedule, the score callback, and fit -> test."""
+import json
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+
+pytestmark = pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
+import torch
+
+from metrics.correlation import JudgeCorrelation, average_ranks, kendall_tau_b, mean_human_score, spearman_rho
+from models.judge import (IGNORE_INDEX, VCInspectorJudge, format_judge_answer, parse_judge_answer)
+
+TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
+        "vision_hidden_size": 32, "vision_depth": 1, "vision_heads": 2}
+EXPLANATION = ("The caption does not accurately capture the video content. For example, the objects "
+               "(blue circle) are incorrect.")
+
+
+# ----------------------------------------------------------------------------- answer parsing
+
+@pytest.mark.parametrize("text, score, explanation", [
+    ("4\n\nThe caption is fine.", 4, "The caption is fine."),
+    ("  2 \nwrong objects", 2, "wrong objects"),
+    ("Score: 3\n\nok", 3, "ok"),
+    ("5/5\n", 5, ""),
+    ("1.\nbad", 1, "bad"),
+])
+def test_parse_reads_the_score_line(text, score, explanation):
+    assert parse_judge_answer(text) == (score, explanation, None)
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("", "empty answer"),
+    ("   \n  ", "empty answer"),
+    ("The caption is helpful.\n4", "no score line"),
+    ("I would give it a 4 out of 5.", "prose containing a digit"),
+    ("4 because the caption is accurate", "prose containing a digit"),
+    ("0\n\nterrible", "outside 1..5"),
+    ("6\nexcellent", "outside 1..5"),
+    ("10", "outside 1..5"),
+    ("-3\nx", "outside 1..5"),
+])
+def test_parse_reports_malformed_answers_without_a_score(text, reason):
+    score, _, error = parse_judge_answer(text)
+    assert score is None and reason in error
+
+
+def test_answer_format_round_trips():
+    for s in range(1, 6):
+        assert parse_judge_answer(format_judge_answer(s, EXPLANATION)) == (s, EXPLANATION, None)
+
+
+# ----------------------------------------------------------------------------- correlations
+
+def _random_pairs(rng, n, kind):
+    if kind == "discrete":  # judge scores vs generated scores: many ties
+        return rng.integers(1, 6, n), rng.integers(1, 6, n)
+    if kind == "averaged":  # human scores averaged over 3 annotators
+        x = rng.integers(1, 6, n)
+        return x, np.clip(x[:, None] + rng.integers(-2, 3, (n, 3)), 1, 5).mean(1)
+    x = rng.normal(size=n)
+    return x, x + rng.normal(size=n)
+
+
+@pytest.mark.parametrize("kind", ["discrete", "averaged", "continuous"])
+def test_correlations_match_scipy_on_random_data(kind):
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 7, 50, 400):
+        for _ in range(5):
+            x, y = _random_pairs(rng, n, kind)
+            tau = scipy.stats.kendalltau(x, y, variant="b").statistic
+            rho = scipy.stats.spearmanr(x, y).statistic
+            assert kendall_tau_b(x, y) == pytest.approx(tau, abs=1e-12, nan_ok=True)
+            assert spearman_rho(x, y) == pytest.approx(rho, abs=1e-12, nan_ok=True)
+
+
+def test_kendall_pairwise_path_matches_scipy(monkeypatch):
+    # with many distinct values the joint count table is too large and pairs are compared in
+    # blocks; force that path (and blocks smaller than n) on data with and without ties
+    import metrics.correlation as corr
+
+    monkeypatch.setattr(corr, "_TABLE_LIMIT", 0)
+    monkeypatch.setattr(corr, "_BLOCK", 64)
+    rng = np.random.default_rng(1)
+    for kind in ("discrete", "averaged", "continuous"):
+        x, y = _random_pairs(rng, 300, kind)
+        assert kendall_tau_b(x, y) == pytest.approx(scipy.stats.kendalltau(x, y).statistic, abs=1e-12)
+
+
+def test_correlation_edge_cases():
+    assert math.isnan(kendall_tau_b([3, 3, 3], [1, 2, 3])) and math.isnan(spearman_rho([1, 2, 3], [2, 2, 2]))
+    assert math.isnan(kendall_tau_b([1], [1]))
+    assert kendall_tau_b([1, 2, 3], [3, 2, 1]) == -1.0 and spearman_rho([1, 2, 3], [10, 20, 30]) == 1.0
+    assert average_ranks([10, 20, 20, 5]).tolist() == [2.0, 3.5, 3.5, 1.0]
+    assert mean_human_score([[1, 2, 3], [4, np.nan, 5]]).tolist() == [2.0, 4.5]
+    with pytest.raises(ValueError, match="finite"):
+        kendall_tau_b([1, np.nan], [1, 2])
+
+
+def test_judge_correlation_metric_skips_unparsable_and_unrated():
+    metric = JudgeCorrelation()
+    metric.update(torch.tensor([1.0, float("nan"), 3.0, 5.0]), torch.tensor([1.0, 2.0, 4.0, 5.0]))
+    metric.update(torch.tensor([2.0, 4.0]), torch.tensor([float("nan"), 3.0]))  # first row has no reference
+    out = metric.compute()
+    parsed, ref = [1.0, 3.0, 5.0, 4.0], [1.0, 4.0, 5.0, 3.0]
+    assert out["count"] == 5 and out["unparsable"].item() == pytest.approx(1 / 5)
+    assert out["kendall_tau_b"].item() == pytest.approx(scipy.stats.kendalltau(parsed, ref).statistic)
+    assert out["spearman_rho"].item() == pytest.approx(scipy.stats.spearmanr(parsed, ref).statistic)
+    assert out["mean_score"].item() == pytest.approx(np.mean(parsed))
+
+
+# ----------------------------------------------------------------------------- model and prompter
+
+@pytest.fixture(scope="module")
+def judge():
+    return VCInspectorJudge(tiny=TINY, lora={"r": 4, "alpha": 8, "dropout": 0.0}, max_pixels=56 * 56,
+                            min_pixels=28 * 28, seed=3)
+
+
+def _frames(seed, t=4, size=64):
+    return np.random.default_rng(seed).integers(0, 256, (t, size, size, 3), dtype=np.uint8)
+
+
+def test_only_language_model_lora_trains(judge):
+    trainable = [n for n, p in judge.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n and "language_model" in n for n in trainable)
+    assert judge.parameter_summary()["trainable_vision"] == 0
+    assert not any("lora_" in n for n, _ in judge.vision_tower().named_parameters())
+
+
+def test_prompter_masks_prompt_and_counts_video_tokens(judge):
+    p = judge.prompter
+    samples = [p.encode(_frames(0), "a red circle moves left.", format_judge_answer(3, EXPLANATION), sampled_fps=1.0),
+               p.encode(_frames(1, size=48), "a cross.", format_judge_answer(5, "ok"))]
+    batch = p.collate(samples)
+    for i, s in enumerate(samples):
+        n_prompt, n_answer = len(s["prompt_ids"]), len(s["answer_ids"])
+        grid = s["video_grid_thw"]
+        assert int((s["prompt_ids"] == p.video_token_id).sum()) == int(grid.prod()) // 4
+        labels = batch["labels"][i]
+        assert (labels[:n_prompt] == IGNORE_INDEX).all()  # no loss on the prompt or the video
+        assert labels[n_prompt:n_prompt + n_answer].tolist() == s["answer_ids"].tolist()
+        assert (labels[n_prompt + n_answer:] == IGNORE_INDEX).all()  # nor on padding
+        assert s["answer_ids"][-1].item() == p.end_token_id
+        width = batch["prompt_ids"].shape[1]  # prompts are left-padded for generation
+        assert batch["prompt_ids"][i, width - n_prompt:].tolist() == s["prompt_ids"].tolist()
+        assert batch["prompt_attention_mask"][i].sum() == n_prompt
+    assert (batch["mm_token_type_ids"] == 2 * (batch["input_ids"] == p.video_token_id)).all()
+    assert batch["pixel_values_videos"].shape[0] == int(batch["video_grid_thw"].prod(-1).sum())
+    assert p.decode(samples[0]["answer_ids"]).startswith("3\n\nThe caption does not")
+    assert samples[0]["second_per_grid_ts"] == 2.0 and samples[1]["second_per_grid_ts"] == 1.0
+
+
+def test_lora_adapter_save_load_round_trip(tmp_path, judge):
+    batch = judge.prompter.collate([judge.prompter.encode(_frames(2), "a blue square stays still.",
+                                                          format_judge_answer(2, EXPLANATION))])
+    with torch.no_grad():
+        for name, param in judge.named_parameters():
+            if "lora_" in name:
+                param.copy_(torch.randn_like(param) * 0.5)
+        trained = judge(batch).item()
+    folder = judge.save_adapter(tmp_path / "adapter")
+    from safetensors.torch import load_file
+
+    saved = load_file(str(folder / "adapter_model.safetensors"))
+    assert saved and all("lora_" in k for k in saved)  # only the adapter, not the base model
+    fresh = VCInspectorJudge(tiny=TINY, lora={"r": 4, "alpha": 8, "dropout": 0.0}, max_pixels=56 * 56,
+                             min_pixels=28 * 28, seed=3)
+    with torch.no_grad():
+        assert fresh(batch).item() != pytest.approx(trained)  # zero-initialised adapter: the base model
+        fresh.load_adapter(folder)
+        assert fresh(batch).item() == pytest.approx(trained, abs=1e-6)
+        from_folder = VCInspectorJudge(tiny=TINY, adapter_path=str(folder), max_pixels=56 * 56,
+                                       min_pixels=28 * 28, seed=3)
+        assert from_folder(batch).item() == pytest.approx(trained, abs=1e-6)
+
+
+def test_generation_is_greedy_and_every_answer_is_parsed_or_reported(judge):
+    frames = [_frames(i) for i in range(3)]
+    captions = ["a red circle moves up.", "a green square.", "a white cross stays still."]
+    first = judge.score(frames, captions, max_new_tokens=6)
+    assert judge.score(frames, captions, max_new_tokens=6) == first  # temperature 0
+    assert all((a.score is None) != (a.error is None) for a in first)
+
+
+def test_warmup_cosine_schedule():
+    from lightning_modules.judge_module import WarmupCosineDecay
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1e-4)
+    sched = WarmupCosineDecay(opt, total_steps=100, warmup_ratio=0.05, min_lr=1e-5)
+    lrs = [sched.lr_at(1e-4, s) for s in range(101)]
+    assert lrs[0] == pytest.approx(1e-4 / 6) and lrs[4] == pytest.approx(1e-4 * 5 / 6)
+    assert lrs[5] == pytest.approx(1e-4)  # warm-up over 5 % of the steps
+    assert lrs[5 + 95 // 2] == pytest.approx(1e-5 + 0.5 * 9e-5 * (1 + math.cos(math.pi * 47 / 95)))
+    assert lrs[100] == pytest.approx(1e-5) and all(a >= b for a, b in zip(lrs[5:], lrs[6:]))
+
+
+# ----------------------------------------------------------------------------- callback
+
+def test_score_callback_reads_grove_outputs_and_denormalises_frames():
+    from callbacks.judge_callback import CLIP_MEAN, CLIP_STD, VCInspectorScore
+
+    cb = VCInspectorScore(judge={"tiny": TINY, "max_pixels": 56 * 56, "min_pixels": 28 * 28})
+    pixels = np.random.default_rng(0).integers(0, 256, (2, 5, 32, 32, 3)).astype(np.uint8)
+    mean, std = torch.tensor(CLIP_MEAN).view(1, 1, 3, 1, 1), torch.tensor(CLIP_STD).view(1, 1, 3, 1, 1)
+    normalised = (torch.from_numpy(pixels).permute(0, 1, 4, 2, 3).float() / 255 - mean) / std
+    batch = {"keys": ["k0", "k1"], "global_frames": normalised, "caption_positions": torch.tensor([[0, 2], [1, 4]])}
+    outputs = {"predictions": {"k1": {"caption": "a dog"}, "k0": {"caption": "a cat"}}}
+    keys, captions = cb.captions_of(outputs)
+    assert keys == ["k1", "k0"] and captions == ["a dog", "a cat"]
+    frames, _ = cb.frames_of(outputs, batch, keys)
+    assert np.array_equal(frames[0], pixels[1, [1, 4]]) and np.array_equal(frames[1], pixels[0, [0, 2]])
+    with pytest.raises(ValueError, match="'keys' and 'captions'"):
+        cb.captions_of({"loss": 1.0})
+
+
+def test_score_callback_logs_mean_score_and_unparsable_share_during_validation():
+    import lightning as L
+
+    from callbacks.judge_callback import VCInspectorScore
+
+    class Captioner(L.LightningModule):  # stands in for GROVE: returns its captions per batch
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(1, 1)
+
+        def validation_step(self, batch, batch_idx):
+            return {"keys": batch["keys"], "captions": [f"a red circle number {k}" for k in batch["keys"]]}
+
+    frames = torch.zeros(3, 4, 3, 32, 32)
+    loader = [{"keys": ["a", "b", "c"], "global_frames": frames}, {"keys": ["d"], "global_frames": frames[:1]}]
+    callback = VCInspectorScore(judge={"tiny": TINY, "max_pixels": 56 * 56, "min_pixels": 28 * 28}, max_new_tokens=4)
+    trainer = L.Trainer(accelerator="cpu", logger=False, callbacks=[callback], enable_progress_bar=False,
+                        enable_model_summary=False)
+    trainer.validate(Captioner(), dataloaders=torch.utils.data.DataLoader(loader, batch_size=None))
+    answers = callback.judge.score([np.zeros((4, 32, 32, 3), np.uint8)] * 4,
+                                   [f"a red circle number {k}" for k in "abcd"], max_new_tokens=4)
+    parsed = [a.score for a in answers if a.score is not None]
+    logged = trainer.callback_metrics
+    assert logged["val/vc_inspector_unparsable"].item() == pytest.approx(1 - len(parsed) / 4)
+    if parsed:
+        assert logged["val/vc_inspector"].item() == pytest.approx(np.mean(parsed))
+    else:
+        assert math.isnan(logged["val/vc_inspector"].item())
+
+
+# ----------------------------------------------------------------------------- fit -> test
+
+def test_judge_fits_and_tests_through_the_cli(tmp_path):
+    """Tiny synthetic data -> corruptions -> a few training steps -> test with correlations logged."""
+    from cli import cli_main
+
+    config = {
+        "seed_everything": 0,
+        "trainer": {"accelerator": "cpu", "devices": 1, "max_steps": 4, "limit_val_batches": 1,
+                    "limit_test_batches": 2, "num_sanity_val_steps": 0, "logger": False,
+                    "enable_progress_bar": False, "default_root_dir": str(tmp_path),
+                    "callbacks": [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                                   "init_args": {"dirpath": str(tmp_path / "ckpt"), "save_last": True,
+                                                 "save_top_k": 0}}]},
+        "model": {"class_path": "lightning_modules.judge_module.JudgeModule",
+                  "init_args": {"tiny": TINY, "lora": {"r": 4, "alpha": 8, "dropout": 0.05},
+                                "max_pixels": 3136, "min_pixels": 784, "max_new_tokens": 4, "torch_threads": 1,
+                                "adapter_dir": str(tmp_path / "adapter"),
+                                "answers_file": str(tmp_path / "answers.jsonl")}},
+        "data": {"class_path": "datamodules.judge_datamodule.JudgeDataModule",
+                 "init_args": {"synthetic": {"num_train": 6, "num_val": 2, "num_test": 3, "workers": 1},
+                               "synthetic_root": str(tmp_path / "synthetic"),
+                               **{f"{s}_file": str(tmp_path / f"{s}.jsonl") for s in ("train", "val", "test")},
+                               "generate_from": {s: str(tmp_path / "synthetic" / "annotations" / f"{s}.json")
+                                                 for s in ("train", "val", "test")},
+                               "generator": {"in_domain": "require", "max_climb": 4, "balance": False},
+                               "num_frames": 4, "batch_size": 2, "eval_batch_size": 4, "num_workers": 0}},
+    }
+    path = tmp_path / "judge_tiny.yaml"
+    path.write_text(json.dumps(config))
+    fit = cli_main(["fit", "--config", str(path)])
+    assert fit.trainer.global_step == 4
+    assert (tmp_path / "adapter" / "adapter_config.json").exists()
+    test = cli_main(["test", "--config", str(path), f"--ckpt_path={tmp_path / 'ckpt' / 'last.ckpt'}"])
+    metrics = test.trainer.callback_metrics
+    assert {"test/loss", "test/unparsable"} <= set(metrics)
+    answers = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    assert len(answers) == 8 and all((a["score"] is None) == (a["error"] is not None) for a in answers)
+    assert metrics["test/unparsable"].item() == pytest.approx(sum(a["score"] is None for a in answers) / 8)

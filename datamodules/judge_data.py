@@ -1011,7 +1011,10 @@ def main(argv: list[str] | None = None) -> GenerationStats:
     parser.add_argument("--llm-path", help="local causal LM folder for --backend llm")
     parser.add_argument("--in-domain", choices=IN_DOMAIN_MODES, default="prefer",
                         help="rule backend: prefer/require substitutes seen in the dataset's captions")
-    parser.add_argument("--climb-decay", type=float, default=0.5)
+    parser.add_argument("--max-climb", type=int, default=2,
+                        help="rule backend: hypernym steps to a shared category (4 for the synthetic shapes)")
+    parser.add_argument("--climb-decay", type=float, default=0.5,
+                        help="rule backend: sampling weight factor per extra step (1.0 = uniform)")
     parser.add_argument("--per-caption", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-balance", action="store_true")
@@ -1030,7 +1033,7 @@ def main(argv: list[str] | None = None) -> GenerationStats:
     if args.limit is not None:
         sources = sources[: args.limit]
     if args.backend == "rule":
-        backend = RuleBackend(in_domain=args.in_domain, climb_decay=args.climb_decay)
+        backend = RuleBackend(in_domain=args.in_domain, max_climb=args.max_climb, climb_decay=args.climb_decay)
     else:
         backend = LLMBackend(model_path=args.llm_path)
     return build_judge_split(sources, args.out, backend, per_caption=args.per_caption, seed=args.seed,

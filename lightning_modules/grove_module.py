@@ -67,7 +67,7 @@ class GroveModule(L.LightningModule):
         objectness_threshold: float = 0.5,
         max_new_tokens: int = 64,
         window_mode: str = "interleaved",
-        optimizer: OptimizerCallable = _default_optimizer,
+        optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
     ):
         super().__init__()
@@ -113,7 +113,8 @@ class GroveModule(L.LightningModule):
 
     def configure_optimizers(self):
         params = [p for p in self.parameters() if p.requires_grad]
-        optimizer = self.optimizer_factory(params)
+        # None = the paper's AdamW (a function default would reach jsonargparse as a string)
+        optimizer = (self.optimizer_factory or _default_optimizer)(params)
         if self.lr_scheduler_factory is None:
             return optimizer
         try:  # schedules that need the run length (WarmupLinearDecay) get it from the trainer

@@ -33,6 +33,14 @@ def test_paper_freezing_policy_frozen_parts_get_no_gradient_and_do_not_change(ti
     assert all(torch.equal(a, p) for a, p in zip(before, frozen))
 
 
+def test_default_optimizer_is_the_papers_adamw(tiny_synthetic_root, tmp_path):
+    cli = _module(tiny_synthetic_root, tmp_path, "--model.init_args.optimizer=null", "--model.init_args.lr_scheduler=null")
+    optimizer = cli.model.configure_optimizers()
+    assert isinstance(optimizer, torch.optim.AdamW)
+    group = optimizer.param_groups[0]
+    assert group["lr"] == 5e-5 and tuple(group["betas"]) == (0.9, 0.95) and group["weight_decay"] == 0.0
+
+
 def test_warmup_linear_decay_curve():
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([p], lr=1.0)

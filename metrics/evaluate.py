@@ -59,6 +59,13 @@ def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "bot
                                 capture, objectness_threshold, pred_source=str(pred_path))
 
 
+def distinct_share(captions: Sequence[str]) -> float:
+    """Distinct captions / captions (whitespace- and case-normalised); 0 for no caption."""
+    if not captions:
+        return 0.0
+    return len({" ".join(c.lower().split()) for c in captions}) / len(captions)
+
+
 def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], level: str = "both",
                          score_source: str = "constant", text_encoder: Any = "minilm",
                          caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
@@ -87,6 +94,9 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
 
         results.update(evaluate_captions({k: [records[k].caption] for k in keys},
                                          {k: chosen[k].get("caption", "") for k in keys}, metrics=caption_metrics))
+    # A model that ignores the video writes one caption for every clip and can still beat a worse
+    # constant caption on METEOR/CIDEr: report how many captions are distinct.
+    results["distinct_captions"] = distinct_share([chosen[k].get("caption", "") for k in keys])
     if capture:
         from metrics.capture import CaptureScorer
 

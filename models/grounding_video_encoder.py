@@ -43,6 +43,23 @@ def interpolate_pos_embed(pos: Tensor, new_hw: tuple[int, int]) -> Tensor:
     return grid.permute(0, 2, 3, 1).to(pos.dtype)
 
 
+def sincos_pos_embed(hw: tuple[int, int], dim: int) -> Tensor:
+    """2D sine-cosine positional embedding ``(1, h, w, dim)`` (MAE's; SAM's encoder descends from MAE).
+
+    Half the channels encode the row, half the column, each as sin/cos pairs at geometric
+    frequencies; values lie in [-1, 1], so positions are as loud as the patch content from step 0.
+    """
+    if dim % 4:
+        raise ValueError(f"model.grounding_encoder: embed_dim {dim} must be a multiple of 4 for sin-cos positions")
+    h, w = hw
+    omega = 1.0 / 10000 ** (torch.arange(dim // 4, dtype=torch.float64) / (dim // 4))
+    rows = torch.arange(h, dtype=torch.float64)[:, None] * omega  # (h, dim/4)
+    cols = torch.arange(w, dtype=torch.float64)[:, None] * omega  # (w, dim/4)
+    row_part = torch.cat((rows.sin(), rows.cos()), dim=1)[:, None, :].expand(h, w, dim // 2)
+    col_part = torch.cat((cols.sin(), cols.cos()), dim=1)[None, :, :].expand(h, w, dim // 2)
+    return torch.cat((row_part, col_part), dim=2).unsqueeze(0).float()
+
+
 def encoder_sizes(config: GroundingEncoderConfig) -> dict:
     """SAM's sizes for ``variant``, overridden by ``encoder_config``; unknown keys are errors."""
     if config.variant not in SAM_VARIANTS:
@@ -100,8 +117,14 @@ class GroundingVideoEncoder(nn.Module):
         )
         if config.checkpoint is not None:
             load_sam_image_encoder(self.backbone, config.checkpoint)
-        else:  # SAM initialises it to zeros; a random model needs positions to localise anything
-            nn.init.trunc_normal_(self.backbone.pos_embed, std=0.02)
+        else:
+            # SAM's own init is zeros (its weights came from MAE, whose positions are a fixed
+            # sin-cos table). A small random init (std 0.02) would be 20x quieter than the patch
+            # content, and the box decoder reads positions only through the features: a random
+            # model then sits on the "mean box" for hundreds of steps.
+            with torch.no_grad():
+                grid_hw = tuple(self.backbone.pos_embed.shape[1:3])
+                self.backbone.pos_embed.copy_(sincos_pos_embed(grid_hw, self.backbone.pos_embed.shape[-1]))
         grid = config.image_size // patch
         with torch.no_grad():
             pos = interpolate_pos_embed(self.backbone.pos_embed.detach(), (grid, grid))

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from datamodules.records import write_records_json, write_records_pickle, write_records_pickle_folder
-from metrics.evaluate import evaluate_files, filter_by_objectness, format_table, main
+from metrics.evaluate import distinct_share, evaluate_files, filter_by_objectness, format_table, main
 from tests.metric_fixtures import random_dataset
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)
@@ -67,3 +67,13 @@ def test_cli_writes_report(files, tmp_path, capsys):
     report = json.loads(out.read_text())
     assert "AP50_frame" in report["metrics"] and "AP50" not in report["metrics"]
     assert "AP50_frame" in capsys.readouterr().out
+
+
+def test_distinct_captions_share(files, tmp_path):
+    assert distinct_share([]) == 0.0
+    assert distinct_share(["A red  circle.", "a red circle.", "a blue square."]) == 2 / 3
+    records, preds, paths, _ = files
+    same = {k: {**v, "caption": "one caption for every clip"} for k, v in preds.items()}
+    q = tmp_path / "same.json"
+    q.write_text(json.dumps(same))
+    assert evaluate_files(paths["json"], q, **FAST)["metrics"]["distinct_captions"] == 1 / len(records)

@@ -12,7 +12,7 @@ from models.box_decoder import BoxDecoder
 from models.configs import (DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, paper_configs,
                             tiny_configs)
 from models.global_video_encoder import GlobalVideoEncoder
-from models.grounding_video_encoder import GroundingVideoEncoder, interpolate_pos_embed
+from models.grounding_video_encoder import GroundingVideoEncoder, interpolate_pos_embed, sincos_pos_embed
 from models.grove import PAPER_TRAINABLE, PARAMETER_GROUPS, Grove, build_on_meta, gather_det_hidden
 from models.language_model import GroveLanguageModel
 from models.tiny_tokenizer import build_tiny_tokenizer
@@ -200,6 +200,22 @@ def test_grounding_encoder_matches_sam_and_adapters_start_as_identity():
     _set_alphas(enc, 0.5)
     assert not torch.allclose(enc(frames), reference)
     assert [n for n, _ in enc.named_parameters() if n.endswith("pos_embed")] == ["backbone.pos_embed"]
+
+
+def test_random_grounding_encoder_starts_from_sincos_positions():
+    pe = sincos_pos_embed((3, 5), 8)
+    assert pe.shape == (1, 3, 5, 8)
+    # hand-computed: channels [sin(r w0), sin(r w1), cos(r w0), cos(r w1), same for the column],
+    # w_k = 1 / 10000^(k / 2)
+    r, c = 2, 4
+    w = torch.tensor([1.0, 0.01])
+    expected = torch.cat((torch.sin(r * w), torch.cos(r * w), torch.sin(c * w), torch.cos(c * w)))
+    torch.testing.assert_close(pe[0, r, c], expected)
+    assert pe.flatten(1, 2).unique(dim=1).shape[1] == 15  # every position distinct
+    enc = GroundingVideoEncoder(_grounding_config())
+    torch.testing.assert_close(enc.pos_embed.data, sincos_pos_embed((4, 4), enc.pos_embed.shape[-1]))
+    with pytest.raises(ValueError, match="multiple of 4"):
+        sincos_pos_embed((2, 2), 6)
 
 
 def test_grounding_checkpoint_round_trip_interpolates_pos_embed(tmp_path):

@@ -94,9 +94,10 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
 
         results.update(evaluate_captions({k: [records[k].caption] for k in keys},
                                          {k: chosen[k].get("caption", "") for k in keys}, metrics=caption_metrics))
-    # A model that ignores the video writes one caption for every clip and can still beat a worse
-    # constant caption on METEOR/CIDEr: report how many captions are distinct.
-    results["distinct_captions"] = distinct_share([chosen[k].get("caption", "") for k in keys])
+    if caption_metrics or capture:
+        # A model that ignores the video writes one caption for every clip and can still beat a
+        # worse constant caption on METEOR/CIDEr: report how many captions are distinct.
+        results["distinct_captions"] = distinct_share([chosen[k].get("caption", "") for k in keys])
     if capture:
         from metrics.capture import CaptureScorer
 

@@ -76,4 +76,6 @@ def test_distinct_captions_share(files, tmp_path):
     same = {k: {**v, "caption": "one caption for every clip"} for k, v in preds.items()}
     q = tmp_path / "same.json"
     q.write_text(json.dumps(same))
-    assert evaluate_files(paths["json"], q, **FAST)["metrics"]["distinct_captions"] == 1 / len(records)
+    with_captions = dict(FAST, capture=True)  # CAPTURE with the exact encoder: no Java, no model
+    assert evaluate_files(paths["json"], q, **with_captions)["metrics"]["distinct_captions"] == 1 / len(records)
+    assert "distinct_captions" not in evaluate_files(paths["json"], q, **FAST)["metrics"]  # grounding only

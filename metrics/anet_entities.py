@@ -381,10 +381,7 @@ class ANetEntitiesMetric(PredictionSetMetric):
 
 
     def compute(self) -> dict[str, float]:
-        preds = self.predictions()
-        unknown = [k for k in preds if k not in self.keys]
-        if unknown:
-            raise KeyError(f"{len(unknown)} predicted segment(s) have no reference record, e.g. {unknown[:3]}")
+        preds = self.checked_predictions(self.keys, unit="segment")
         if not preds:
             return {}
         lemmatize = self.lemmatize or spacy_lemmatizer()

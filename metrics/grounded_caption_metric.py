@@ -48,10 +48,7 @@ class GroundedCaptionMetrics(PredictionSetMetric):
 
 
     def compute(self) -> dict[str, float]:
-        preds = self.predictions()
-        missing = [k for k in preds if k not in self.references]
-        if missing:
-            raise KeyError(f"{len(missing)} predicted clip(s) have no reference record, e.g. {missing[:3]}")
+        preds = self.checked_predictions(self.references, unit="clip")
         if not preds:
             return {}
         from metrics.evaluate import evaluate_predictions

@@ -4,7 +4,7 @@ Predictions are variable-sized nested dicts with strings, which torchmetrics can
 clip's prediction is serialised to a uint8 tensor and its length kept in a second state; both are
 concatenated across processes in rank order, then decoded and de-duplicated by clip key
 (DistributedSampler-style padding repeats clips). Task metrics subclass :class:`PredictionSetMetric`
-and implement ``compute`` from :meth:`PredictionSetMetric.predictions`.
+and implement ``compute`` from :meth:`PredictionSetMetric.checked_predictions`.
 """
 from __future__ import annotations
 
@@ -56,3 +56,15 @@ class PredictionSetMetric(Metric):
         for key, pred in decode_payloads(payload, lengths):
             out.setdefault(key, pred)
         return out
+
+    def checked_predictions(self, reference_keys, unit: str = "clip") -> dict[str, dict]:
+        """:meth:`predictions`, refusing any key absent from ``reference_keys``.
+
+        A prediction without a reference is a mismatch between the evaluated split and the
+        predictions (wrong split, wrong key format): scoring the rest would hide it.
+        """
+        preds = self.predictions()
+        unknown = [k for k in preds if k not in reference_keys]
+        if unknown:
+            raise KeyError(f"{len(unknown)} predicted {unit}(s) have no reference record, e.g. {unknown[:3]}")
+        return preds

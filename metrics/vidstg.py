@@ -122,10 +122,7 @@ class VidSTGMetric(PredictionSetMetric):
 
 
     def compute(self) -> dict[str, float]:
-        preds = self.predictions()
-        unknown = [k for k in preds if k not in self.references]
-        if unknown:
-            raise KeyError(f"{len(unknown)} predicted sentence(s) have no reference record, e.g. {unknown[:3]}")
+        preds = self.checked_predictions(self.references, unit="sentence")
         if not preds:
             return {}
         return evaluate_vidstg([self.references[k] for k in preds], preds, self.thresholds)

@@ -43,6 +43,15 @@ def test_single_process_deduplicates_repeated_clips():
     assert once.compute() == twice.compute()
 
 
+def test_prediction_without_reference_is_refused_by_name():
+    records, preds = random_dataset(seed=8, n=4)
+    metric = _metric(records)
+    metric.update({**preds, "clip_from_another_split": next(iter(preds.values()))})
+    with pytest.raises(KeyError, match="1 predicted clip.*clip_from_another_split"):
+        metric.compute()
+    assert metric.checked_predictions({*preds, "clip_from_another_split"}).keys() == {*preds, "clip_from_another_split"}
+
+
 @pytest.mark.slow
 def test_two_process_gloo_equals_one_process():
     records, preds = random_dataset(seed=7, n=9)

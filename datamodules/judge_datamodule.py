@@ -175,6 +175,33 @@ def uniform_frame_indices(start: int, end: int, num_frames: int) -> np.ndarray:
     return np.minimum(np.floor((edges[:-1] + edges[1:]) / 2).astype(np.int64), end)
 
 
+def describe_rows(rows: Sequence[dict[str, Any]], ratio: float, where: str = "rows") -> list[dict[str, Any]]:
+    """``round(ratio * len(rows))`` video-description samples: each clip's reference caption as the answer.
+
+    A warm-up for a randomly initialised toy judge, standing in for the captioning a real
+    Qwen2.5-VL learnt in pre-training: judging a caption only becomes learnable once the model
+    links what it sees to words, and a judge row never asks for that alone (neither the video nor
+    the caption predicts the score by itself). Clips are taken in order of first appearance,
+    cycling, from the rows' ``source_key`` / ``original_caption`` (what the generator writes).
+    """
+    if ratio < 0:
+        raise ValueError(f"describe_ratio must be >= 0, got {ratio}")
+    clips: dict[str, dict[str, Any]] = {}
+    for number, row in enumerate(rows):
+        if not isinstance(row.get("original_caption"), str) or not row["original_caption"]:
+            raise JudgeDataError(f"{where}, row {number} ('{row.get('key')}'): describe_ratio needs the reference "
+                                 "caption in field 'original_caption' (written by datamodules.judge_data)")
+        clips.setdefault(row.get("source_key", row["video"]), row)
+    count = int(round(ratio * len(rows)))
+    if count == 0 or not clips:
+        return []
+    clip_fields = ("video", "fps", "start_frame", "end_frame", "start_s", "end_s")
+    order = list(clips.values())
+    return [{"key": f"{order[i % len(order)].get('source_key', order[i % len(order)]['video'])}#describe{i // len(order)}",
+             "task": "describe", "caption": order[i % len(order)]["original_caption"],
+             **{k: order[i % len(order)].get(k) for k in clip_fields}} for i in range(count)]
+
+
 def shuffle_videos(rows: Sequence[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
     """The rows with their clips (video and clip range) permuted among them, captions kept."""
     clip_fields = ("video", "fps", "start_frame", "end_frame", "start_s", "end_s")
@@ -239,6 +266,11 @@ class JudgeDataset(Dataset):
                 raise
             return {"skipped": (row["key"], f"{type(err).__name__}: {err}")}
         answer = None
+        if row.get("task") == "describe":  # warm-up: the clip's reference caption is the answer
+            sample = self.prompter.encode(frames, row["caption"], answer=row["caption"], sampled_fps=sampled_fps,
+                                          task="describe")
+            sample.update(key=row["key"], caption=row["caption"], score=float("nan"), human_score=float("nan"))
+            return sample
         if self.with_answer and row.get("score") is not None:
             answer = format_judge_answer(row["score"], row["explanation"])
         sample = self.prompter.encode(frames, row["caption"], answer=answer, sampled_fps=sampled_fps)
@@ -282,7 +314,7 @@ class JudgeDataModule(L.LightningDataModule):
             given it replaces ``test_file`` for ``test``, with ``vatex_video_root`` / ``vatex_video_template``.
         generate_from: ``{split: annotation path}``; a missing split file is generated from those
             records with :mod:`datamodules.judge_data` (``generator`` holds its options:
-            backend options, ``per_caption``, ``seed``, ``balance``, ``per_score``).
+            backend options, ``per_caption``, ``seed``, ``balance``, ``per_score``, ``balance_by_size``).
         synthetic: when set, the built-in synthetic dataset is generated first (options of
             ``datamodules.synthetic.generate_synthetic_dataset``) under ``synthetic_root``.
         num_frames: frames sampled per clip (32 in the paper).
@@ -291,6 +323,9 @@ class JudgeDataModule(L.LightningDataModule):
         shuffle_eval_videos: pair every val / test caption with another row's clip (a fixed
             permutation). A control: a judge that really looks at the video loses its correlation,
             one that reads only the caption keeps it.
+        describe_ratio: add this many video-description samples per training row (see
+            :func:`describe_rows`): a warm-up for a randomly initialised toy judge only; 0 (the
+            paper's recipe) for a pre-trained Qwen2.5-VL.
         prompter: the model's JudgePrompter; linked from the model by the CLI, not configured here.
     """
 
@@ -314,6 +349,7 @@ class JudgeDataModule(L.LightningDataModule):
         cache_frames: int = 0,
         max_eval_rows: int | None = None,
         shuffle_eval_videos: bool = False,
+        describe_ratio: float = 0.0,
         on_error: str = "skip",
         prompter: Any = None,
     ):
@@ -341,7 +377,7 @@ class JudgeDataModule(L.LightningDataModule):
             from datamodules.records import read_records
 
             options = dict(hp.generator or {})
-            run = {k: options.pop(k) for k in ("per_caption", "seed", "balance", "per_score") if k in options}
+            run = {k: options.pop(k) for k in ("per_caption", "seed", "balance", "per_score", "balance_by_size") if k in options}
             backend = make_backend(options.pop("backend", "rule"), **options)
             log.info("generating judge data %s from %s", out, annotations)
             build_judge_split(sources_from_records(read_records(annotations)), out, backend, **run)
@@ -374,6 +410,8 @@ class JudgeDataModule(L.LightningDataModule):
             root = hp.vatex_video_root or root
         elif self.split_file(split) is not None:
             rows = read_judge_jsonl(self.split_file(split))
+            if split == "train" and hp.describe_ratio:
+                rows = rows + describe_rows(rows, hp.describe_ratio, where=self.split_file(split))
         else:
             return None
         if split != "train" and hp.max_eval_rows is not None:

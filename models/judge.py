@@ -33,6 +33,10 @@ JUDGE_INSTRUCTION = (
     "explanation of your evaluation, avoiding any potential bias. STRICTLY FOLLOW THE FORMAT."
 )
 SYSTEM_PROMPT = "You are a helpful assistant."
+# The toy judge's warm-up task (JudgeDataModule's describe_ratio): plain video description, which a
+# real Qwen2.5-VL has learnt in pre-training and a randomly initialised toy has not.
+DESCRIBE_INSTRUCTION = "Describe the video in one sentence."
+TASKS = ("judge", "describe")
 VIDEO_TOKEN = "<|video_pad|>"
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                   "<|video_pad|>", "<|image_pad|>")
@@ -99,6 +103,7 @@ def tokenizer_corpus() -> list[str]:
     words = _TOKENIZER_CORPUS_WORDS.split()
     lines = [" ".join(words[i:i + 10]) for i in range(0, len(words), 10)]
     lines += [JUDGE_INSTRUCTION.format(caption="a red circle moves left, then a blue square stays still.")] * 4
+    lines += [DESCRIBE_INSTRUCTION] * 4
     lines += ["The caption is helpful, relevant, accurate, and informative to the video content."] * 4
     lines += ["The caption does not accurately capture the video content. For example, the objects "
               "(blue circle) and actions (hides) are incorrect."] * 4
@@ -135,7 +140,7 @@ def tiny_judge_config(tokenizer, hidden_size: int = 64, num_layers: int = 2, num
                       num_kv_heads: int = 2, intermediate_size: int = 128, vision_hidden_size: int = 32,
                       vision_depth: int = 2, vision_heads: int = 2, patch_size: int = 14,
                       temporal_patch_size: int = 2, spatial_merge_size: int = 2, tokens_per_second: int = 2,
-                      window_size: int = 112):
+                      window_size: int = 112, initializer_range: float = 0.02, vision_initializer_range: float = 0.02):
     """A randomly initialisable Qwen2.5-VL config at toy size, with ids from ``tokenizer``.
 
     ``window_size`` (pixels) is the vision tower's attention window; the default covers a whole
@@ -156,13 +161,14 @@ def tiny_judge_config(tokenizer, hidden_size: int = 64, num_layers: int = 2, num
             max_position_embeddings=8192, rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                             "mrope_section": mrope},
             bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+            initializer_range=initializer_range,
         ),
         vision_config=dict(
             depth=vision_depth, hidden_size=vision_hidden_size, intermediate_size=2 * vision_hidden_size,
             num_heads=vision_heads, out_hidden_size=hidden_size, patch_size=patch_size,
             spatial_merge_size=spatial_merge_size, temporal_patch_size=temporal_patch_size,
             window_size=window_size, fullatt_block_indexes=[vision_depth - 1],
-            tokens_per_second=tokens_per_second,
+            tokens_per_second=tokens_per_second, initializer_range=vision_initializer_range,
         ),
         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
@@ -203,9 +209,12 @@ class JudgePrompter:
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.end_token_id
         self.temporal_patch_size = int(video_processor.temporal_patch_size)
 
-    def prompt_text(self, caption: str, num_video_tokens: int) -> str:
+    def prompt_text(self, caption: str, num_video_tokens: int, task: str = "judge") -> str:
+        """Prompt D.6 with the caption (``judge``), or the video-description prompt (``describe``)."""
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
         video = f"<|vision_start|>{VIDEO_TOKEN * num_video_tokens}<|vision_end|>"
-        instruction = JUDGE_INSTRUCTION.format(caption=caption)
+        instruction = JUDGE_INSTRUCTION.format(caption=caption) if task == "judge" else DESCRIBE_INSTRUCTION
         if self.template == "qwen":
             return (f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{video}{instruction}"
                     "<|im_end|>\n<|im_start|>assistant\n")
@@ -225,10 +234,14 @@ class JudgePrompter:
         return int(grid_thw.prod()) // int(self.video_processor.merge_size) ** 2
 
     def encode(self, frames: np.ndarray | Tensor, caption: str, answer: str | None = None,
-               sampled_fps: float | None = None) -> dict[str, Any]:
-        """One sample: prompt ids, answer ids (loss only there) and the video's patches."""
+               sampled_fps: float | None = None, task: str = "judge") -> dict[str, Any]:
+        """One sample: prompt ids, answer ids (loss only there) and the video's patches.
+
+        ``task="describe"`` asks for a description of the video instead (the caption is then not
+        in the prompt; pass it as the answer to train on it)."""
         pixels, grid = self.encode_video(frames)
-        prompt = self.tokenizer(self.prompt_text(caption, self.num_video_tokens(grid)), add_special_tokens=False)["input_ids"]
+        prompt = self.tokenizer(self.prompt_text(caption, self.num_video_tokens(grid), task),
+                                add_special_tokens=False)["input_ids"]
         sample = {"prompt_ids": torch.tensor(prompt, dtype=torch.long), "pixel_values_videos": pixels,
                   "video_grid_thw": grid,
                   # seconds per temporal patch: M-RoPE spaces video time positions by it

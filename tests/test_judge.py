@@ -154,6 +154,23 @@ def test_prompter_masks_prompt_and_counts_video_tokens(judge):
     assert samples[0]["second_per_grid_ts"] == 2.0 and samples[1]["second_per_grid_ts"] == 1.0
 
 
+def test_prompter_describe_task_answers_with_the_caption_and_hides_it_from_the_prompt(judge):
+    p = judge.prompter
+    caption = "a red circle moves left."
+    describe = p.encode(_frames(0), caption, answer=caption, task="describe")
+    judged = p.encode(_frames(0), caption, answer=format_judge_answer(5, "ok"))
+    prompt = p.decode(describe["prompt_ids"])
+    assert "Describe the video in one sentence." in prompt and caption not in prompt
+    assert caption in p.decode(judged["prompt_ids"]) and "Describe" not in p.decode(judged["prompt_ids"])
+    assert p.decode(describe["answer_ids"]) == caption  # the end token is special, dropped by decode
+    batch = p.collate([describe, judged])
+    n = len(describe["prompt_ids"])
+    assert batch["labels"][0, n:n + len(describe["answer_ids"])].tolist() == describe["answer_ids"].tolist()
+    assert (batch["labels"][0, :n] == IGNORE_INDEX).all()
+    with pytest.raises(ValueError, match="task must be one of"):
+        p.encode(_frames(0), caption, task="caption")
+
+
 def test_lora_adapter_save_load_round_trip(tmp_path, judge):
     batch = judge.prompter.collate([judge.prompter.encode(_frames(2), "a blue square stays still.",
                                                           format_judge_answer(2, EXPLANATION))])

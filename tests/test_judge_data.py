@@ -3,11 +3,13 @@ determinism, the LLM backend's error reporting, and the judge data readers."""
 import json
 import math
 import pickle
+import re
 from collections import Counter
 from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from datamodules.judge_data import (
     BASIC_COLOURS, EXPLANATION_CORRECT, CaptionSource, LLMBackend, MalformedLLMOutput, RuleBackend,
@@ -15,8 +17,9 @@ from datamodules.judge_data import (
     likert_score, load_action_lexicon, parse_llm_caption, parse_llm_list, parse_llm_phrase, pluralize,
     share_synset, write_jsonl,
 )
-from datamodules.judge_datamodule import (JudgeDataError, read_activitynet_captions, read_judge_jsonl, read_vatex_eval,
-                                          shuffle_videos, uniform_frame_indices)
+from datamodules.synthetic import COLOURS, DIRECTIONS, SHAPES, SIDES
+from datamodules.judge_datamodule import (JudgeDataError, describe_rows, read_activitynet_captions, read_judge_jsonl,
+                                          read_vatex_eval, shuffle_videos, uniform_frame_indices)
 
 SYNTHETIC_COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "white")
 SYNTHETIC_SHAPES = ("circle", "square", "triangle", "diamond", "cross")
@@ -45,6 +48,44 @@ def synthetic_captions(n, seed=0):
     return out
 
 
+# The synthetic captions' grammar (datamodules/synthetic.py): distinct colour x shape objects, one
+# clause per object in order of first appearance, so objects in view from the start come first
+# (those behind the wall drawn first), then those that enter, then those that emerge.
+CLAUSE_ORDER = {"hides": 0, "passes": 0, "leaves": 1, "moves": 1, "stays": 1, "bounces": 1, "enters": 2, "emerges": 3}
+SYNTHETIC_CLAUSE_RE = re.compile(
+    r"^(a|an) (\w+) (\w+) (enters from the (?:left|right|top|bottom)|leaves to the (?:left|right|top|bottom)|"
+    r"moves (?:left|right|up|down)|stays still|bounces up and down|hides behind the wall|"
+    r"emerges from behind the wall|passes behind the wall)$")
+
+
+def grammar_captions(n, seed=0):
+    """Captions as the synthetic generator writes them (its vocabulary, distinct objects, clause order)."""
+    rng = np.random.default_rng(seed)
+    identities = [(c, s) for c in COLOURS for s in SHAPES]
+    clauses = {"enters": lambda: f"enters from the {rng.choice(SIDES)}", "leaves": lambda: f"leaves to the {rng.choice(SIDES)}",
+               "moves": lambda: f"moves {rng.choice(DIRECTIONS)}", "stays": lambda: "stays still",
+               "bounces": lambda: "bounces up and down", "hides": lambda: "hides behind the wall",
+               "emerges": lambda: "emerges from behind the wall", "passes": lambda: "passes behind the wall"}
+    out = []
+    for _ in range(n):
+        k = int(rng.integers(1, 4))
+        objects = [identities[i] for i in rng.choice(len(identities), k, replace=False)]
+        actions = sorted(rng.choice(list(CLAUSE_ORDER), k), key=lambda a: (CLAUSE_ORDER[a], rng.random()))
+        out.append(", then ".join(f"{indefinite_article(c)} {c} {s} {clauses[a]()}" for (c, s), a in zip(objects, actions)) + ".")
+    return out
+
+
+def parse_synthetic_caption(caption):
+    """[(colour, shape, clause)] of a caption in the synthetic grammar, or None if it breaks the grammar."""
+    out = []
+    for part in caption.rstrip(".").split(", then "):
+        match = SYNTHETIC_CLAUSE_RE.match(part)
+        if match is None or match.group(1) != indefinite_article(match.group(2)):
+            return None
+        out.append((match.group(2), match.group(3), match.group(4)))
+    return out
+
+
 def sources(captions, prefix="c"):
     return [CaptionSource(key=f"{prefix}{i}", video=f"{prefix}{i}.mp4", caption=c, fps=25.0, start_frame=0,
                           end_frame=199) for i, c in enumerate(captions)]
@@ -55,6 +96,14 @@ def synthetic_rows():
     backend = RuleBackend(in_domain="require", max_climb=4, climb_decay=1.0)
     rows, stats = generate_corruptions(sources(synthetic_captions(60)), backend, per_caption=10, seed=3)
     return rows, stats
+
+
+@pytest.fixture(scope="module")
+def closed_rows():
+    backend = RuleBackend(in_domain="require", closed_domain=True)
+    captions = grammar_captions(200, seed=4)
+    rows, stats = generate_corruptions(sources(captions), backend, per_caption=10, seed=2)
+    return rows, stats, backend, captions
 
 
 @pytest.fixture(scope="module")
@@ -320,3 +369,135 @@ def test_llm_backend_runs_on_a_tiny_random_llama_and_reports_malformed_output():
     assert sum(stats.failures.values()) == 3 and all(k.startswith("D.1") for k in stats.failures)
     assert "failures: D.1" in stats.summary()
     assert backend.answers == 3  # one D.1 call per caption, then it stopped
+
+
+# ----------------------------------------------------------------------------- closed domain (synthetic data)
+
+def test_closed_domain_needs_in_domain_require():
+    with pytest.raises(ValueError, match="closed_domain=True .* in_domain='require'"):
+        RuleBackend(closed_domain=True)
+
+
+def test_closed_domain_predicates_take_the_whole_complement():
+    backend = RuleBackend(in_domain="require", closed_domain=True)
+    captions = ["a red circle moves left, then a blue square bounces up and down.",
+                "an orange cross emerges from behind the wall, then a white diamond enters from the top.",
+                "a green triangle passes behind the wall, then a purple circle moves left."]
+    extractions = backend.prepare(captions)
+    assert [[a.text for a in e.actions] for e in extractions] == [
+        ["moves left", "bounces up and down"], ["emerges from behind the wall", "enters from the top"],
+        ["passes behind the wall", "moves left"]]
+    # a predicate stops where a replaceable object starts ("a horse")
+    other = RuleBackend(in_domain="require", closed_domain=True).prepare(
+        ["A man rides a horse along the beach.", "A woman walks a dog on the beach."])
+    assert [[a.text for a in e.actions] for e in other] == [["rides"], ["walks"]]
+    assert [[o.key for o in e.objects if o.options] for e in extractions[:3]] == [
+        ["red circle", "blue square"], ["orange cross", "white diamond"], ["green triangle", "purple circle"]]
+    # the wall is never coloured in these captions: no shape of the palette can stand in for it
+    assert not [o for o in extractions[1].objects if o.key == "wall"][0].options
+    # an object's category is the nouns used in its slot; every action may become any other
+    shapes = {w for w, _ in extractions[0].objects[0].options["noun"]}
+    assert shapes == {"cross", "diamond", "square", "triangle"}
+    predicates = {w for w, _ in extractions[0].actions[0].options["predicate"]}
+    assert "move right" not in predicates and {"bounce up and down", "emerge from behind the wall",
+                                               "enter from the top", "pass behind the wall"} <= predicates
+
+
+def test_closed_domain_corruptions_are_captions_some_clip_could_have(closed_rows):
+    rows, stats, backend, captions = closed_rows
+    _check_rows(rows)
+    seen_pairs = set()
+    for caption in captions:
+        verbs = [clause.split()[0] for _, _, clause in parse_synthetic_caption(caption)]
+        seen_pairs.update(zip(verbs, verbs[1:]))
+    kinds = Counter()
+    for row in rows:
+        parsed = parse_synthetic_caption(row["caption"])
+        assert parsed is not None, row["caption"]  # the dataset's vocabulary and grammar, a/an included
+        assert len({(c, s) for c, s, _ in parsed}) == len(parsed), row["caption"]  # objects stay distinct
+        verbs = [clause.split()[0] for _, _, clause in parsed]
+        assert set(zip(verbs, verbs[1:])) <= seen_pairs, row["caption"]  # clause order the captions show
+        original = parse_synthetic_caption(row["original_caption"])
+        assert len(original) == len(parsed) and row["num_objects"] == row["num_actions"] == len(parsed)
+        changed_objects = sum((c, s) != (oc, os) for (c, s, _), (oc, os, _) in zip(parsed, original))
+        changed_actions = sum(a.split()[0] != oa.split()[0] for (_, _, a), (_, _, oa) in zip(parsed, original))
+        assert changed_objects + changed_actions == len(row["substitutions"])  # every change is a counted error
+        for (c, s, _), (oc, os, _) in zip(parsed, original):
+            assert (c, s) == (oc, os) or (c == oc) != (s == os)  # colour or shape swapped, never both
+            kinds["colour" if c != oc else "shape" if s != os else "same"] += 1
+    assert kinds["colour"] > 100 and kinds["shape"] > 100
+    assert stats.captions_used == len(captions)
+
+
+def test_closed_domain_leaves_no_text_only_cue(closed_rows):
+    """A text-only predictor (mean score of each caption word and word pair, fitted on half the clips)
+    ranks the other half's corruptions: near zero on closed-domain data, clearly positive on the
+    open-vocabulary rules' corruptions of the same captions, which leave wording cues."""
+    rows, _, _, captions = closed_rows
+    open_rows, _ = generate_corruptions(sources(captions), RuleBackend(in_domain="require", max_climb=4, climb_decay=1.0),
+                                        per_caption=10, seed=2)
+    closed_tau = _text_only_tau(balance_by_score(rows, seed=0, by_size=True))
+    open_tau = _text_only_tau(balance_by_score(open_rows, seed=0))
+    assert abs(closed_tau) < 0.1 and open_tau > 0.25, (closed_tau, open_tau)  # held-out n ~ 350: sd ~ 0.035
+
+
+def _text_only_tau(rows):
+    def grams(caption):
+        words = caption.lower().rstrip(".").replace(",", " ,").split()
+        return set(words) | {" ".join(pair) for pair in zip(words, words[1:])}
+
+    fit = [r for r in rows if int(r["source_key"][1:]) % 2 == 0]
+    held = [r for r in rows if int(r["source_key"][1:]) % 2 == 1]
+    sums, counts = Counter(), Counter()
+    for row in fit:
+        for g in grams(row["caption"]):
+            sums[g] += row["score"]
+            counts[g] += 1
+    prior = np.mean([r["score"] for r in fit])
+    predicted = [np.mean([(sums[g] + 3 * prior) / (counts[g] + 3) for g in grams(r["caption"])]) for r in held]
+    return scipy.stats.kendalltau(predicted, [r["score"] for r in held]).statistic
+
+
+def test_balance_by_size_hand_computed():
+    # size 2: scores 1 x4, 3 x5, 5 x2; size 4: 1, 2 x3, 3 x2, 4, 5 x3. Symmetric capacity per size:
+    # pair (1, 5): 2 + 1 = 3; pair (2, 4): 0 + 1 = 1; score 3: 5 + 2 = 7 -> one row per score, shared
+    # by largest remainder: (1, 5) and 3 from size 2, (2, 4) from size 4.
+    counts = {(2, 1): 4, (2, 3): 5, (2, 5): 2, (4, 1): 1, (4, 2): 3, (4, 3): 2, (4, 4): 1, (4, 5): 3}
+    rows = [{"key": f"{n}-{s}-{i}", "score": s, "num_objects": n // 2, "num_actions": n // 2}
+            for (n, s), k in counts.items() for i in range(k)]
+    kept = balance_by_score(rows, seed=0, by_size=True)
+    assert sorted((r["num_objects"] * 2, r["score"]) for r in kept) == [(2, 1), (2, 3), (2, 5), (4, 2), (4, 4)]
+    assert balance_by_score(rows, seed=0, by_size=True) == kept
+    assert [rows.index(r) for r in kept] == sorted(rows.index(r) for r in kept)
+
+
+def test_balance_by_size_is_symmetric_per_size_and_uniform(closed_rows):
+    rows = closed_rows[0]
+    kept = balance_by_score(rows, seed=0, by_size=True)
+    totals = Counter(r["score"] for r in kept)
+    assert set(totals) == {1, 2, 3, 4, 5} and len(set(totals.values())) == 1
+    per_size = Counter((r["num_objects"] + r["num_actions"], r["score"]) for r in kept)
+    for (size, score), count in per_size.items():
+        assert per_size[size, 6 - score] == count  # so no function of the size ranks the scores
+    for size in {n for n, _ in per_size}:
+        assert np.mean([r["score"] for r in kept if r["num_objects"] + r["num_actions"] == size]) == 3.0
+    assert Counter(r["score"] for r in balance_by_score(rows, seed=0, by_size=True, per_score=7)) == \
+        Counter({s: 7 for s in range(1, 6)})
+
+
+def test_describe_rows_cycle_the_clips_with_their_reference_captions(synthetic_rows):
+    rows = synthetic_rows[0][:40]
+    clips = list(dict.fromkeys(r["source_key"] for r in rows))
+    reference = {r["source_key"]: (r["original_caption"], r["video"], r["start_frame"]) for r in rows}
+    extra = describe_rows(rows, 0.5)
+    assert len(extra) == 20 and all(r["task"] == "describe" for r in extra)
+    # clips in order of first appearance, cycling; the answer is the clip's own reference caption
+    assert [r["key"].split("#")[0] for r in extra] == [clips[i % len(clips)] for i in range(20)]
+    assert all((r["caption"], r["video"], r["start_frame"]) == reference[r["key"].split("#")[0]] for r in extra)
+    assert len({r["key"] for r in describe_rows(rows, 3.0)}) == 120  # keys stay unique when cycling
+    assert describe_rows(rows, 0.0) == []
+    with pytest.raises(JudgeDataError, match=r"train.jsonl, row 1 .*'original_caption'"):
+        describe_rows([rows[0], {k: v for k, v in rows[1].items() if k != "original_caption"}], 1.0,
+                      where="train.jsonl")
+    with pytest.raises(ValueError, match="describe_ratio must be >= 0"):
+        describe_rows(rows, -1.0)

@@ -24,6 +24,9 @@ def _prompter_of(model):
 # Config keys that name local files, and the README section that says how to obtain them.
 MODEL_PATH_KEYS = {"checkpoint": "Pretrained weights", "path": "Pretrained weights",
                    "tokenizer_path": "Pretrained weights", "factual_path": "Pretrained weights"}
+# Path keys directly under model.init_args (the judge's).
+TOP_LEVEL_PATH_KEYS = {"model_path": "Pretrained weights", "adapter_path": "The VC-Inspector judge",
+                       "vision_checkpoint": "The VC-Inspector judge"}
 DATA_PATH_SUFFIXES = ("_annotations", "video_root", "_keys")
 
 
@@ -33,11 +36,37 @@ def _as_dict(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _is_path_key(name: str) -> bool:
+    return name in MODEL_PATH_KEYS or name.endswith(("_checkpoint", "_path"))
+
+
+def clear_null_paths(config) -> list[str]:
+    """Model path keys given as the text 'null'/'None' (a command-line ``--...checkpoint=null``, which the
+    omegaconf parser passes on as a string) become None, i.e. "no file". Returns the keys changed."""
+    changed = []
+    model = config.get("model") or {}
+
+    def is_null_text(value) -> bool:
+        return isinstance(value, str) and value.strip().lower() in ("null", "none", "~")
+
+    for part, fields in _as_dict(model.get("init_args")).items():
+        if _is_path_key(part) and is_null_text(fields):  # e.g. the judge's vision_checkpoint
+            config[f"model.init_args.{part}"] = None
+            changed.append(f"model.{part}")
+        for name, value in _as_dict(fields).items():
+            if _is_path_key(name) and is_null_text(value):
+                config[f"model.init_args.{part}.{name}"] = None
+                changed.append(f"model.{part}.{name}")
+    return changed
+
+
 def missing_paths(config) -> list[str]:
     """Every configured local path that does not exist, as 'key: value (README section)' lines."""
     problems = []
     model = config.get("model") or {}
     for part, fields in _as_dict(model.get("init_args")).items():
+        if part in TOP_LEVEL_PATH_KEYS and isinstance(fields, str) and not Path(fields).exists():
+            problems.append(f"model.init_args.{part}: {fields!r} (README section '{TOP_LEVEL_PATH_KEYS[part]}')")
         for name, value in _as_dict(fields).items():
             if name in MODEL_PATH_KEYS and isinstance(value, str) and not Path(value).exists():
                 problems.append(f"model.{part}.{name}: {value!r} (README section '{MODEL_PATH_KEYS[name]}')")
@@ -64,6 +93,7 @@ class GroveCLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         # Fail before building a 7B model, with every missing file listed at once.
         config = self.config[self.config.subcommand] if self.config.get("subcommand") else self.config
+        clear_null_paths(config)
         problems = missing_paths(config)
         if problems:
             raise FileNotFoundError("these configured paths do not exist:\n  " + "\n  ".join(problems)

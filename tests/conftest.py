@@ -31,5 +31,7 @@ def tiny_cli_args(root, save_dir, *extra):
         "--trainer.max_epochs=1", "--trainer.check_val_every_n_epoch=1", "--trainer.enable_progress_bar=false",
         f"--trainer.logger.init_args.save_dir={save_dir}", "--model.init_args.max_new_tokens=6",
         "--model.init_args.lr_scheduler.init_args.warmup_steps=2",
+        # random towers: the tests check mechanics, not the demo's pre-trained towers (data/demo_towers)
+        "--model.init_args.global_encoder.checkpoint=null", "--model.init_args.grounding_encoder.checkpoint=null",
         *extra,
     ]

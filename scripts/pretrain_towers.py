@@ -1,0 +1,142 @@
+"""Pre-train the tiny demo's two vision towers and write them as open_clip and SAM checkpoints.
+
+The paper's GROVE starts from pre-trained CLIP (global encoder) and SAM (grounding encoder). The
+tiny demo's towers are random, and random towers trained only through GROVE's losses learn too
+slowly for the demo's budget (README, "The demo"). This stage stands in for their pre-training: a
+dense phrase-word pretext (models/patch_pretext.py) on the config's training split, then
+
+  <out>/open_clip_vision.bin    ``visual.*`` keys, as an open_clip CLIP state dict
+  <out>/sam_image_encoder.pth   ``image_encoder.*`` keys, as an official SAM checkpoint
+  <out>/pretext.json            the pretext's settings, final metrics and wall time
+
+which the demo config loads through ``model.global_encoder.checkpoint`` and
+``model.grounding_encoder.checkpoint``, by the same code as the real checkpoints.
+
+    python scripts/pretrain_towers.py --config configs/demo.yaml --steps 250 --out data/demo_towers
+
+Adapters, VL, the LLM and the decoder are not part of this stage (they start as the paper's do).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import core  # noqa: E402,F401
+
+import torch  # noqa: E402
+
+from models.patch_pretext import (PatchWordHead, build_word_vocabulary, patch_word_targets,  # noqa: E402
+                                  phrase_word_matrix, pretext_optimizer)
+
+GLOBAL_FILE = "open_clip_vision.bin"
+GROUNDING_FILE = "sam_image_encoder.pth"
+
+
+def frame_fraction(size: torch.Tensor, square: bool) -> torch.Tensor | None:
+    """``(B, 2)`` (height, width) share of a bottom-right padded square input; None when not padded."""
+    if not square:
+        return None
+    size = size.float()  # (B, 2) = (width, height)
+    longest = size.max(dim=1, keepdim=True).values
+    return torch.stack((size[:, 1], size[:, 0]), dim=1) / longest
+
+
+def pretrain(module, datamodule, steps: int, lr: float, log_every: int = 25, log=print) -> dict:
+    """Train both towers of ``module.model`` on the pretext for ``steps`` optimiser steps."""
+    model = module.model
+    glob, grnd = model.global_encoder, model.grounding_encoder
+    if datamodule.hparams.get("global_resize", "squash") == "center_crop":
+        raise ValueError("pretrain_towers: data.global_resize=center_crop crops the boxes' frame; use squash or pad")
+    train = datamodule.datasets["train"]
+    vocabulary = build_word_vocabulary(p for record in train.records for p in record.phrases)
+    if not vocabulary:
+        raise ValueError("pretrain_towers: the training split has no phrases to learn")
+    head_g = PatchWordHead(glob.width, len(vocabulary))
+    head_r = PatchWordHead(grnd.out_chans, len(vocabulary))
+    params = [*glob.backbone.parameters(), *grnd.backbone.parameters(), *head_g.parameters(), *head_r.parameters()]
+    optimizer, schedule = pretext_optimizer(params, lr, steps)
+    pad_global = datamodule.hparams.get("global_resize", "squash") == "pad"
+    start, step, window = time.perf_counter(), 0, {}
+    module.train()
+    while step < steps:
+        for batch in datamodule.train_dataloader():
+            if not batch["keys"]:
+                continue
+            words = phrase_word_matrix(batch["phrases"], vocabulary, batch["boxes"].shape[2])
+            losses, metrics = [], {}
+            for name, features, head, fraction in (
+                    ("global", glob.encode_frames(batch["global_frames"]), head_g,
+                     frame_fraction(batch["size"], pad_global)),
+                    ("grounding", grnd(batch["grounding_frames"]).permute(0, 1, 3, 4, 2), head_r,
+                     frame_fraction(batch["size"], True))):
+                targets = patch_word_targets(batch["boxes"].float(), batch["present"], words,
+                                             tuple(features.shape[2:4]), fraction)
+                loss, stats = head.loss(head(features), targets, batch["frame_mask"])
+                losses.append(loss)
+                metrics[f"{name}_loss"] = loss.item()
+                metrics[f"{name}_word_f1"] = stats["word_f1"].item()
+            optimizer.zero_grad(set_to_none=True)
+            sum(losses).backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            schedule.step()
+            step += 1
+            for k, v in metrics.items():
+                window.setdefault(k, []).append(v)
+            if step % log_every == 0 or step == steps:
+                summary = {k: round(sum(v) / len(v), 4) for k, v in window.items()}
+                log(json.dumps({"step": step, "seconds": round(time.perf_counter() - start, 1), **summary}))
+                last, window = summary, {}
+            if step >= steps:
+                break
+    return {"steps": steps, "lr": lr, "vocabulary": vocabulary, "seconds": round(time.perf_counter() - start, 1),
+            "final": last}
+
+
+def save_towers(model, out: Path) -> tuple[Path, Path]:
+    """Write the towers in the formats their loaders read (open_clip ``visual.*``, SAM ``image_encoder.*``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    glob_path, grnd_path = out / GLOBAL_FILE, out / GROUNDING_FILE
+    torch.save({f"visual.{k}": v.detach().clone() for k, v in model.global_encoder.backbone.state_dict().items()},
+               glob_path)
+    torch.save({f"image_encoder.{k}": v.detach().clone()
+                for k, v in model.grounding_encoder.backbone.state_dict().items()}, grnd_path)
+    return glob_path, grnd_path
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"))
+    parser.add_argument("--steps", type=int, default=250)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--out", default=str(ROOT / "data" / "demo_towers"))
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("overrides", nargs="*", help="extra CLI overrides for the config, e.g. --data.init_args.root=...")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    from cli import cli_main
+
+    # The towers start random here, whatever checkpoints the config names (they are this stage's output).
+    cli = cli_main(["--config", args.config, "--model.init_args.global_encoder.checkpoint=null",
+                    "--model.init_args.grounding_encoder.checkpoint=null", *args.overrides], run=False)
+    torch.manual_seed(int(cli.config.get("seed_everything") or 0))
+    cli.datamodule.prepare_data()
+    cli.datamodule.setup("fit")
+    report = pretrain(cli.model, cli.datamodule, args.steps, args.lr)
+    paths = save_towers(cli.model.model, Path(args.out))
+    report.update({"config": args.config, "overrides": args.overrides,
+                   "checkpoints": {"model.global_encoder.checkpoint": str(paths[0]),
+                                   "model.grounding_encoder.checkpoint": str(paths[1])}})
+    (Path(args.out) / "pretext.json").write_text(json.dumps(report, indent=2))
+    print(f"towers written to {args.out} ({report['seconds']} s)")
+    return report
+
+
+if __name__ == "__main__":
+    main()

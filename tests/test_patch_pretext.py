@@ -1,0 +1,139 @@
+"""The demo towers' pretext: word targets per patch, the loss, and the checkpoints it writes."""
+import json
+
+import pytest
+import torch
+
+from models.patch_pretext import (PatchWordHead, build_word_vocabulary, patch_word_targets, phrase_word_matrix,
+                                  phrase_words)
+
+
+def test_phrase_words_and_vocabulary():
+    assert phrase_words("An Orange  cross") == ["orange", "cross"]
+    assert phrase_words("the man's hat") == ["man", "s", "hat"]
+    vocab = build_word_vocabulary(["a red circle", "a red square", "the blue circle"], min_count=2)
+    assert vocab == ["circle", "red"]
+    words = phrase_word_matrix([["a red circle", "a blue square"], ["a red square"]], ["circle", "red", "square"], 3)
+    assert words.shape == (2, 3, 3)
+    assert words[0].tolist() == [[1, 1, 0], [0, 0, 1], [0, 0, 0]]  # unknown "blue" dropped, slot 3 padded
+    assert words[1].tolist() == [[0, 1, 1], [0, 0, 0], [0, 0, 0]]
+
+
+def test_patch_targets_hand_computed():
+    # 4x4 grid; patch centres at 0.125, 0.375, 0.625, 0.875 on both axes.
+    boxes = torch.tensor([[[[0.25, 0.25, 0.5, 0.5],     # covers centres x,y in {0.125, 0.375}
+                            [0.75, 0.625, 0.3, 0.3]]]])  # x in [0.6, 0.9), y in [0.475, 0.775): x 0.625/0.875, y 0.625
+    present = torch.tensor([[[True, True]]])
+    words = torch.tensor([[[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]])
+    t = patch_word_targets(boxes, present, words, (4, 4))
+    assert t.shape == (1, 1, 4, 4, 3)
+    expected = torch.zeros(4, 4, 3)
+    expected[:2, :2] = torch.tensor([1.0, 0.0, 1.0])
+    expected[2, 2:] = torch.tensor([0.0, 1.0, 1.0])
+    assert torch.equal(t[0, 0], expected)
+    # an absent phrase marks nothing; overlapping phrases take the union of their words
+    assert patch_word_targets(boxes, torch.tensor([[[False, False]]]), words, (4, 4)).sum() == 0
+    both = patch_word_targets(torch.tensor([[[[0.5, 0.5, 1.0, 1.0], [0.5, 0.5, 0.3, 0.3]]]]), present, words, (4, 4))
+    assert both[0, 0, 1, 1].tolist() == [1.0, 1.0, 1.0] and both[0, 0, 0, 0].tolist() == [1.0, 0.0, 1.0]
+
+
+def test_patch_targets_follow_bottom_right_padding():
+    # A frame twice as wide as high, padded to a square: it covers the top half of the input.
+    boxes = torch.tensor([[[[0.5, 0.5, 1.0, 1.0]]]])  # the whole frame
+    t = patch_word_targets(boxes, torch.ones(1, 1, 1, dtype=torch.bool), torch.ones(1, 1, 1), (4, 4),
+                           frame_fraction=torch.tensor([[0.5, 1.0]]))
+    assert t[0, 0, :, :, 0].tolist() == [[1] * 4, [1] * 4, [0] * 4, [0] * 4]
+
+
+def test_head_loss_and_accuracy():
+    head = PatchWordHead(4, 3, pos_weight=1.0)
+    targets = torch.zeros(1, 2, 1, 2, 3)
+    targets[0, 0, 0, 0] = torch.tensor([1.0, 0.0, 1.0])
+    logits = torch.full_like(targets, -5.0)
+    logits[0, 0, 0, 0] = torch.tensor([5.0, -5.0, 5.0])
+    loss, stats = head.loss(logits, targets)
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(logits, targets, reduction="sum") / 12
+    assert torch.isclose(loss, expected) and stats["word_f1"].item() == 1.0
+    # a masked frame does not count
+    logits[0, 1] = 5.0
+    masked, stats = head.loss(logits, targets, frame_mask=torch.tensor([[True, False]]))
+    assert stats["word_f1"].item() == 1.0  # the wrong words are in the masked frame
+    _, stats = head.loss(logits, targets)
+    assert abs(stats["word_f1"].item() - 2 * 2 / (2 + 8)) < 1e-6  # 2 hits, 2 + 6 predicted, 2 actual
+    assert torch.isclose(masked, torch.nn.functional.binary_cross_entropy_with_logits(
+        logits[0, 0], targets[0, 0], reduction="sum") / 6)
+
+
+@pytest.mark.slow
+def test_pretrain_towers_writes_checkpoints_the_real_loaders_read(tiny_synthetic_root, tmp_path):
+    from scripts.pretrain_towers import main
+    from cli import cli_main
+    from tests.conftest import tiny_cli_args
+
+    out = tmp_path / "towers"
+    overrides = tiny_cli_args(tiny_synthetic_root, tmp_path)[2:]  # without --config
+    report = main(["--steps", "3", "--out", str(out), "--", *overrides])
+    assert json.loads((out / "pretext.json").read_text())["steps"] == 3
+    assert "circle" in report["vocabulary"] or "square" in report["vocabulary"]
+    cli = cli_main([*tiny_cli_args(tiny_synthetic_root, tmp_path),
+                    f"--model.init_args.global_encoder.checkpoint={out / 'open_clip_vision.bin'}",
+                    f"--model.init_args.grounding_encoder.checkpoint={out / 'sam_image_encoder.pth'}"], run=False)
+    glob = torch.load(out / "open_clip_vision.bin")
+    grnd = torch.load(out / "sam_image_encoder.pth")
+    model = cli.model.model
+    for k, v in model.global_encoder.backbone.state_dict().items():
+        assert torch.equal(v, glob[f"visual.{k}"]), k
+    for k, v in model.grounding_encoder.backbone.state_dict().items():
+        assert torch.equal(v, grnd[f"image_encoder.{k}"]), k
+    # and the pretext moved the towers away from a fresh random start
+    fresh = cli_main(tiny_cli_args(tiny_synthetic_root, tmp_path), run=False).model.model
+    assert not torch.equal(fresh.global_encoder.backbone.conv1.weight, model.global_encoder.backbone.conv1.weight)
+
+
+def test_null_checkpoint_override_means_no_file(tmp_path):
+    from cli import cli_main
+    from tests.conftest import ROOT
+
+    cli = cli_main(["--config", str(ROOT / "configs" / "demo.yaml"),
+                    "--model.init_args.global_encoder.checkpoint=null",
+                    "--model.init_args.grounding_encoder.checkpoint=None",
+                    f"--trainer.logger.init_args.save_dir={tmp_path}"], run=False)
+    assert cli.model.model.global_encoder.config.checkpoint is None
+    assert cli.model.model.grounding_encoder.config.checkpoint is None
+
+
+@pytest.mark.slow
+def test_pretrain_judge_vision_writes_a_tower_the_judge_loads(tiny_synthetic_root, tmp_path):
+    from cli import cli_main
+    from scripts.pretrain_judge_vision import main
+    from tests.conftest import ROOT
+
+    out = tmp_path / "judge_towers"
+    overrides = ["--data.init_args.synthetic={num_train: 6, num_val: 2, num_test: 2, duration_s: 2.0, workers: 1}",
+                 f"--data.init_args.synthetic_root={tiny_synthetic_root}", "--data.init_args.num_workers=0",
+                 "--data.init_args.num_frames=4"]
+    report = main(["--steps", "2", "--batch-size", "2", "--out", str(out), "--", *overrides])
+    assert report["steps"] == 2 and "word_f1" in report["final"]
+    saved = torch.load(out / "qwen_vision.bin")
+    cli = cli_main(["--config", str(ROOT / "configs" / "judge_demo.yaml"),
+                    f"--model.init_args.vision_checkpoint={out / 'qwen_vision.bin'}", *overrides], run=False)
+    tower = cli.model.judge.vision_tower().state_dict()
+    assert tower and all(torch.equal(v, saved[f"model.visual.{k}"]) for k, v in tower.items())
+    with pytest.raises(FileNotFoundError, match="model.init_args.vision_checkpoint.*The VC-Inspector judge"):
+        cli_main(["--config", str(ROOT / "configs" / "judge_demo.yaml"),
+                  f"--model.init_args.vision_checkpoint={tmp_path / 'missing.bin'}", *overrides], run=False)
+
+
+def test_pretext_optimizer_warms_up_then_decays_to_zero():
+    from models.patch_pretext import pretext_optimizer
+
+    weight = torch.nn.Parameter(torch.zeros(2), requires_grad=False)
+    optimizer, schedule = pretext_optimizer([weight], lr=1.0, steps=20)
+    assert weight.requires_grad
+    lrs = []
+    for _ in range(21):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert lrs[0] == pytest.approx(0.5) and lrs[1] == pytest.approx(1.0)  # warm-up over 2 steps
+    assert lrs[11] == pytest.approx(0.5) and lrs[20] == pytest.approx(0.0)  # linear decay from step 2 to 20

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from core.paths import DATA_DIR
 from datamodules.judge_data import CaptionSource
@@ -209,6 +209,32 @@ def shuffle_videos(rows: Sequence[dict[str, Any]], seed: int = 0) -> list[dict[s
     return [{**row, **{k: rows[j].get(k) for k in clip_fields}} for row, j in zip(rows, order)]
 
 
+class DescribeFirstSampler(Sampler[int]):
+    """Epoch 0 serves the description rows (shuffled) before the judge rows (shuffled); later epochs
+    only the judge rows: the warm-up ends before judging is learnt, not mixed into it.
+
+    The phase follows :meth:`set_epoch` (Lightning calls it before every epoch), never the number
+    of ``iter()`` calls, which a length or sanity check can trigger."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], seed: int = 0):
+        self.describe = [i for i, r in enumerate(rows) if r.get("task") == "describe"]
+        self.judge = [i for i, r in enumerate(rows) if r.get("task") != "describe"]
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __iter__(self):
+        rng = np.random.default_rng([self.seed, self.epoch])
+        order = ([int(i) for i in rng.permutation(self.describe)] if self.epoch == 0 else []) + \
+                [int(i) for i in rng.permutation(self.judge)]
+        return iter(order)
+
+    def __len__(self) -> int:
+        return (len(self.describe) if self.epoch == 0 else 0) + len(self.judge)
+
+
 class JudgeDataset(Dataset):
     """Rows -> encoded samples (frames decoded here; a missing or broken video is skipped and reported)."""
 
@@ -324,8 +350,9 @@ class JudgeDataModule(L.LightningDataModule):
             permutation). A control: a judge that really looks at the video loses its correlation,
             one that reads only the caption keeps it.
         describe_ratio: add this many video-description samples per training row (see
-            :func:`describe_rows`): a warm-up for a randomly initialised toy judge only; 0 (the
-            paper's recipe) for a pre-trained Qwen2.5-VL.
+            :func:`describe_rows`), served before the judge rows in the first epoch
+            (:class:`DescribeFirstSampler`): a warm-up for a randomly initialised toy judge only;
+            0 (the paper's recipe) for a pre-trained Qwen2.5-VL.
         prompter: the model's JudgePrompter; linked from the model by the CLI, not configured here.
     """
 
@@ -425,9 +452,11 @@ class JudgeDataModule(L.LightningDataModule):
         if split not in self.datasets:
             raise ValueError(f"JudgeDataModule has no '{split}' data (set {split}_file)")
         hp = self.hparams
-        return DataLoader(self.datasets[split], batch_size=hp.batch_size if train else hp.eval_batch_size,
-                          shuffle=train, num_workers=hp.num_workers, collate_fn=JudgeCollate(self.prompter),
-                          persistent_workers=hp.num_workers > 0)
+        dataset = self.datasets[split]
+        sampler = DescribeFirstSampler(dataset.rows, seed=0) if train and hp.describe_ratio else None
+        return DataLoader(dataset, batch_size=hp.batch_size if train else hp.eval_batch_size,
+                          shuffle=train and sampler is None, sampler=sampler, num_workers=hp.num_workers,
+                          collate_fn=JudgeCollate(self.prompter), persistent_workers=hp.num_workers > 0)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", True)

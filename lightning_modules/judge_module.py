@@ -79,7 +79,8 @@ class JudgeModule(L.LightningModule):
     """VC-Inspector: a reference-free caption judge (Qwen2.5-VL + LoRA).
 
     Args:
-        model_path / tiny / adapter_path / lora / template / max_pixels / min_pixels / train_vision /
+        model_path / tiny / adapter_path / lora / template / max_pixels / min_pixels / vision_checkpoint /
+            train_vision /
             train_merger / train_embeddings / dtype / gradient_checkpointing / seed: see
             :class:`models.judge.VCInspectorJudge`.
         max_new_tokens: answer length bound at validation / test.
@@ -103,6 +104,7 @@ class JudgeModule(L.LightningModule):
         template: str = "qwen",
         max_pixels: int = 224 * 224,
         min_pixels: int = 56 * 56,
+        vision_checkpoint: str | None = None,
         train_vision: bool = False,
         train_merger: bool = False,
         train_embeddings: bool = False,
@@ -125,7 +127,8 @@ class JudgeModule(L.LightningModule):
         self.lr_scheduler_factory = lr_scheduler or _default_scheduler
         self.judge = VCInspectorJudge(
             model_path=model_path, tiny=tiny, adapter_path=adapter_path, lora=lora, template=template,
-            max_pixels=max_pixels, min_pixels=min_pixels, train_vision=train_vision,
+            max_pixels=max_pixels, min_pixels=min_pixels, vision_checkpoint=vision_checkpoint,
+            train_vision=train_vision,
             train_merger=train_merger, train_embeddings=train_embeddings, dtype=dtype,
             gradient_checkpointing=gradient_checkpointing, seed=seed)
         self.prompter = self.judge.prompter

@@ -289,6 +289,32 @@ class JudgePrompter:
 
 # ----------------------------------------------------------------------------- the judge
 
+VISION_PREFIXES = ("model.visual.", "visual.")
+
+
+def load_vision_weights(tower: nn.Module, path: str | Path) -> None:
+    """Load a Qwen2.5-VL vision tower (with its merger) from a local state-dict file, all keys required."""
+    location = Path(path)
+    if not location.is_file():
+        raise FileNotFoundError(f"model.init_args.vision_checkpoint: {location} does not exist (README, "
+                                "'The VC-Inspector judge': scripts/pretrain_judge_vision.py writes it)")
+    if location.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        raw = load_file(str(location))
+    else:
+        raw = torch.load(location, map_location="cpu", weights_only=True)
+    prefix = next((p for p in VISION_PREFIXES if any(k.startswith(p) for k in raw)), None)
+    if prefix is None:
+        raise ValueError(f"model.init_args.vision_checkpoint: {location} holds no {' or '.join(VISION_PREFIXES)}* weights")
+    state = {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
+    try:
+        tower.load_state_dict(state, strict=True)
+    except RuntimeError as err:
+        raise ValueError(f"model.init_args.vision_checkpoint: {location} does not match the vision tower "
+                         f"(tiny vision sizes differ?): {err}") from err
+
+
 class VCInspectorJudge(nn.Module):
     """Qwen2.5-VL with LoRA on the language model; vision tower and merger frozen.
 
@@ -298,6 +324,9 @@ class VCInspectorJudge(nn.Module):
         adapter_path: a saved LoRA adapter folder to start from (see :meth:`save_adapter`).
         lora: ``{"r", "alpha", "dropout"}`` or None for no adapter (an untrained baseline).
         template, max_pixels, min_pixels: prompt style and frame size bound (see JudgePrompter).
+        vision_checkpoint: a local file of vision-tower weights (``model.visual.*`` or ``visual.*`` keys,
+            merger included) loaded over the base model's; for the toy judge, the output of
+            scripts/pretrain_judge_vision.py (a real Qwen2.5-VL's vision tower is already pre-trained).
         train_vision: unfreeze the vision tower (only sensible for random toy models).
         train_merger: unfreeze the merger, the vision-language projector (likewise).
         train_embeddings: unfreeze the token embeddings and output layer (likewise: a random toy
@@ -308,7 +337,8 @@ class VCInspectorJudge(nn.Module):
 
     def __init__(self, model_path: str | None = None, tiny: dict | None = None, adapter_path: str | None = None,
                  lora: dict | None = None, template: str = "qwen", max_pixels: int = 224 * 224,
-                 min_pixels: int = 56 * 56, train_vision: bool = False, train_merger: bool = False,
+                 min_pixels: int = 56 * 56, vision_checkpoint: str | None = None, train_vision: bool = False,
+                 train_merger: bool = False,
                  train_embeddings: bool = False,
                  dtype: str = "float32",
                  gradient_checkpointing: bool = False, seed: int = 0):
@@ -339,6 +369,8 @@ class VCInspectorJudge(nn.Module):
             video_processor = tiny_video_processor(vc.patch_size, vc.temporal_patch_size, vc.spatial_merge_size)
         self.prompter = JudgePrompter(tokenizer, video_processor, template=template, max_pixels=max_pixels,
                                       min_pixels=min_pixels)
+        if vision_checkpoint is not None:
+            load_vision_weights(base.model.visual, vision_checkpoint)
         base.requires_grad_(False)
         if gradient_checkpointing:
             base.gradient_checkpointing_enable()

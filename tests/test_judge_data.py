@@ -18,8 +18,8 @@ from datamodules.judge_data import (
     share_synset, write_jsonl,
 )
 from datamodules.synthetic import COLOURS, DIRECTIONS, SHAPES, SIDES
-from datamodules.judge_datamodule import (JudgeDataError, describe_rows, read_activitynet_captions, read_judge_jsonl,
-                                          read_vatex_eval, shuffle_videos, uniform_frame_indices)
+from datamodules.judge_datamodule import (DescribeFirstSampler, JudgeDataError, describe_rows, read_activitynet_captions,
+                                          read_judge_jsonl, read_vatex_eval, shuffle_videos, uniform_frame_indices)
 
 SYNTHETIC_COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "white")
 SYNTHETIC_SHAPES = ("circle", "square", "triangle", "diamond", "cross")
@@ -501,3 +501,34 @@ def test_describe_rows_cycle_the_clips_with_their_reference_captions(synthetic_r
                       where="train.jsonl")
     with pytest.raises(ValueError, match="describe_ratio must be >= 0"):
         describe_rows(rows, -1.0)
+
+
+def test_describe_first_sampler_warms_up_in_the_first_epoch_only():
+    rows = [{"task": "describe"} if i % 3 == 0 else {"key": f"j{i}"} for i in range(30)]
+    describe = {i for i in range(30) if i % 3 == 0}
+    sampler = DescribeFirstSampler(rows, seed=1)
+    assert len(sampler) == 30
+    first = list(sampler)
+    assert set(first[:10]) == describe and sorted(first) == list(range(30))  # description rows, then the rest
+    assert first[10:] != sorted(first[10:])  # shuffled within each phase
+    assert list(sampler) == first and len(sampler) == 30  # iterating again does not end the warm-up
+    sampler.set_epoch(1)
+    assert len(sampler) == 20
+    second = list(sampler)
+    assert sorted(second) == sorted(set(range(30)) - describe) and second != first[10:]
+    assert list(DescribeFirstSampler(rows, seed=1)) == first  # the seed decides the order
+
+
+def test_datamodule_adds_the_warm_up_to_the_training_split_only(tmp_path, synthetic_rows):
+    from datamodules.judge_datamodule import JudgeDataModule
+
+    rows = synthetic_rows[0][:30]
+    for split in ("train", "val"):
+        write_jsonl(rows, tmp_path / f"{split}.jsonl")
+    dm = JudgeDataModule(train_file=str(tmp_path / "train.jsonl"), val_file=str(tmp_path / "val.jsonl"),
+                         video_root=str(tmp_path), describe_ratio=0.5, num_workers=0, prompter=object())
+    dm.setup("fit")
+    assert len(dm.datasets["train"]) == 45 and len(dm.datasets["val"]) == 30
+    assert sum(r.get("task") == "describe" for r in dm.datasets["train"].rows) == 15
+    assert isinstance(dm.train_dataloader().sampler, DescribeFirstSampler)
+    assert not isinstance(dm.val_dataloader().sampler, DescribeFirstSampler)

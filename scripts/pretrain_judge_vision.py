@@ -45,14 +45,17 @@ def to_uint8(frames: torch.Tensor) -> np.ndarray:
     return pixels.permute(0, 1, 3, 4, 2).numpy()
 
 
-def merged_token_targets(batch: dict, words: torch.Tensor, grid_thw: torch.Tensor, temporal_patch: int) -> torch.Tensor:
+def merged_token_targets(batch: dict, words: torch.Tensor, grid_thw: torch.Tensor, temporal_patch: int,
+                         merge: int) -> torch.Tensor:
     """Word targets of every merged token, in the vision tower's output order: ``(sum_i t*h*w, V)``.
 
-    A token covers ``temporal_patch`` frames; it takes a word when the word's box covers its
-    centre in any of them.
+    ``grid_thw (B, 3)`` is the patch grid of each clip (all equal: one frame size per batch); a
+    merged token covers ``merge x merge`` patches of ``temporal_patch`` frames and takes a word
+    when the word's box covers its centre in any of them.
     """
+    if not bool((grid_thw == grid_thw[0]).all()):
+        raise ValueError(f"clips of one batch must share a patch grid, got {grid_thw.tolist()}")
     t, h, w = (int(v) for v in grid_thw[0])
-    merge = 2  # Qwen2.5-VL merges 2 x 2 patches
     per_frame = patch_word_targets(batch["boxes"].float(), batch["present"], words, (h // merge, w // merge))
     b, num_frames = per_frame.shape[:2]
     if num_frames != t * temporal_patch:
@@ -65,6 +68,7 @@ def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=
     tower = judge.vision_tower()
     prompter = judge.prompter
     temporal_patch = int(prompter.video_processor.temporal_patch_size)
+    merge = int(prompter.video_processor.merge_size)
     train = datamodule.datasets["train"]
     vocabulary = build_word_vocabulary(p for record in train.records for p in record.phrases)
     head = PatchWordHead(int(tower.merger.mlp[-1].out_features), len(vocabulary))
@@ -81,7 +85,7 @@ def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=
             grid = torch.stack([c[1] for c in clips])
             tokens = tower(pixels, grid_thw=grid).pooler_output
             words = phrase_word_matrix(batch["phrases"], vocabulary, batch["boxes"].shape[2])
-            targets = merged_token_targets(batch, words, grid, temporal_patch)
+            targets = merged_token_targets(batch, words, grid, temporal_patch, merge)
             loss, stats = head.loss(head(tokens), targets)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

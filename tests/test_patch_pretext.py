@@ -137,3 +137,24 @@ def test_pretext_optimizer_warms_up_then_decays_to_zero():
         schedule.step()
     assert lrs[0] == pytest.approx(0.5) and lrs[1] == pytest.approx(1.0)  # warm-up over 2 steps
     assert lrs[11] == pytest.approx(0.5) and lrs[20] == pytest.approx(0.0)  # linear decay from step 2 to 20
+
+
+def test_merged_token_targets_follow_the_vision_token_order():
+    from scripts.pretrain_judge_vision import merged_token_targets
+
+    # 4 frames of an 8x8-patch grid -> 2 temporal x 4 x 4 merged tokens (merge 2, temporal patch 2)
+    boxes = torch.zeros(1, 4, 1, 4)
+    boxes[0, 1, 0] = torch.tensor([0.125, 0.125, 0.25, 0.25])  # top-left merged cell, frame 1 only
+    boxes[0, 3, 0] = torch.tensor([0.875, 0.875, 0.25, 0.25])  # bottom-right merged cell, frame 3 only
+    present = torch.tensor([[[False], [True], [False], [True]]])
+    batch = {"boxes": boxes, "present": present}
+    targets = merged_token_targets(batch, torch.ones(1, 1, 1), torch.tensor([[2, 8, 8]]), temporal_patch=2, merge=2)
+    assert targets.shape == (32, 1)
+    expected = torch.zeros(32, 1)
+    expected[0] = 1.0  # t=0 (frames 0-1), row 0, col 0
+    expected[16 + 15] = 1.0  # t=1 (frames 2-3), row 3, col 3
+    assert torch.equal(targets, expected)
+    with pytest.raises(ValueError, match="share a patch grid"):
+        merged_token_targets(batch, torch.ones(1, 1, 1), torch.tensor([[2, 8, 8], [2, 4, 4]]), 2, 2)
+    with pytest.raises(ValueError, match="temporal patches"):
+        merged_token_targets(batch, torch.ones(1, 1, 1), torch.tensor([[1, 8, 8]]), 2, 2)

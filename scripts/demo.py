@@ -25,8 +25,9 @@ CONFIG = ROOT / "configs" / "demo.yaml"
 TOWER_STEPS = 250
 
 
-def configured_towers(extra: list[str]) -> tuple[Path, Path]:
-    """The tower checkpoints the demo config (with the extra overrides) will load."""
+def configured_towers(extra: list[str]) -> tuple[Path, Path] | None:
+    """The tower checkpoints the demo config (with the extra ``--key=value`` overrides) will load;
+    None when an override sets either to null (random towers: no tower stage)."""
     import yaml
 
     model = yaml.safe_load(CONFIG.read_text())["model"]["init_args"]
@@ -35,14 +36,17 @@ def configured_towers(extra: list[str]) -> tuple[Path, Path]:
         for i, key in enumerate(("global_encoder.checkpoint", "grounding_encoder.checkpoint")):
             if arg.startswith(f"--model.init_args.{key}="):
                 paths[i] = arg.split("=", 1)[1]
+    if any(p is None or str(p).strip().lower() in ("null", "none", "~") for p in paths):
+        return None
     return tuple(ROOT / p if not Path(p).is_absolute() else Path(p) for p in paths)
 
 
 def main(extra: list[str]) -> dict:
     start = time.perf_counter()
     timings = {}
-    global_ckpt, grounding_ckpt = configured_towers(extra)
-    if not (global_ckpt.exists() and grounding_ckpt.exists()):
+    towers = configured_towers(extra)
+    global_ckpt, grounding_ckpt = towers if towers is not None else (None, None)
+    if towers is not None and not (global_ckpt.exists() and grounding_ckpt.exists()):
         if global_ckpt.parent != grounding_ckpt.parent:
             raise ValueError("demo: the two tower checkpoints must share a folder to be written by the tower stage")
         print(f"\ntower stage: pre-training the tiny towers -> {global_ckpt.parent}\n")

@@ -1,5 +1,6 @@
 """The demo towers' pretext: word targets per patch, the loss, and the checkpoints it writes."""
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -158,3 +159,14 @@ def test_merged_token_targets_follow_the_vision_token_order():
         merged_token_targets(batch, torch.ones(1, 1, 1), torch.tensor([[2, 8, 8], [2, 4, 4]]), 2, 2)
     with pytest.raises(ValueError, match="temporal patches"):
         merged_token_targets(batch, torch.ones(1, 1, 1), torch.tensor([[1, 8, 8]]), 2, 2)
+
+
+def test_demo_finds_the_tower_checkpoints_it_must_write():
+    from scripts.demo import ROOT, configured_towers
+
+    assert configured_towers([]) == (ROOT / "data" / "demo_towers" / "open_clip_vision.bin",
+                                     ROOT / "data" / "demo_towers" / "sam_image_encoder.pth")
+    moved = configured_towers(["--trainer.max_steps=5", "--model.init_args.global_encoder.checkpoint=/x/g.bin",
+                               "--model.init_args.grounding_encoder.checkpoint=rel/s.pth"])
+    assert moved == (Path("/x/g.bin"), ROOT / "rel" / "s.pth")
+    assert configured_towers(["--model.init_args.global_encoder.checkpoint=null"]) is None

@@ -5,9 +5,15 @@ most of the work. :class:`PyAVVideoSource` seeks to the keyframe before each wan
 decodes forward only as far as needed. Frame ``i`` is the frame presented at ``i / fps`` seconds
 after the stream's first timestamp (``fps`` = the stream's average rate), which is how the
 annotation grid (SPEC §2) counts source frames.
+
+Frames come upright: a video whose display matrix rotates it (phone videos filmed in portrait)
+is turned by the same quarter turns the player would apply, and ``width``/``height`` describe the
+turned frames, so boxes are in the coordinates people see (``autorotate=False`` keeps the stored
+orientation).
 """
 from __future__ import annotations
 
+import logging
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -15,6 +21,8 @@ from typing import Iterator, Protocol, Sequence
 
 import av
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
@@ -54,10 +62,16 @@ def _wanted_frames(indices: Sequence[int], num_frames: int, source: str) -> tupl
 
 
 class PyAVVideoSource:
-    """A video file decoded with PyAV (FFmpeg), reading frames by index with keyframe seeking."""
+    """A video file decoded with PyAV (FFmpeg), reading frames by index with keyframe seeking.
 
-    def __init__(self, path: str | Path):
+    ``autorotate``: apply the display matrix's rotation (a multiple of 90 degrees; other angles
+    are rounded to the nearest quarter turn with a warning).
+    """
+
+    def __init__(self, path: str | Path, autorotate: bool = True):
         self.path = Path(path)
+        self.autorotate = autorotate
+        self._quarter_turns: int | None = None  # counter-clockwise quarter turns; None: not known yet
         try:
             self._container = av.open(str(self.path))
         except (av.FFmpegError, OSError, ValueError) as err:
@@ -84,11 +98,49 @@ class PyAVVideoSource:
 
     @property
     def width(self) -> int:
-        return int(self._stream.codec_context.width)
+        stored = self._stream.codec_context
+        return int(stored.height if self.quarter_turns % 2 else stored.width)
 
     @property
     def height(self) -> int:
-        return int(self._stream.codec_context.height)
+        stored = self._stream.codec_context
+        return int(stored.width if self.quarter_turns % 2 else stored.height)
+
+    @property
+    def quarter_turns(self) -> int:
+        """Counter-clockwise quarter turns applied to every frame (0 without rotation or autorotate).
+
+        The rotation is side data of the decoded frames, so it is read from the first frame a
+        read decodes; asked before any read, one frame is decoded to find it.
+        """
+        if self._quarter_turns is None:
+            if not self.autorotate:
+                self._quarter_turns = 0
+            else:
+                try:
+                    self._container.seek(0)
+                    first = next(self._container.decode(self._stream), None)
+                except av.FFmpegError as err:
+                    raise VideoDecodeError(f"{self.path}: decoding failed ({err})") from None
+                self._note_rotation(first)
+        return self._quarter_turns
+
+    def _note_rotation(self, frame: av.VideoFrame | None) -> None:
+        if self._quarter_turns is not None:
+            return
+        degrees = int(getattr(frame, "rotation", 0) or 0) if (frame is not None and self.autorotate) else 0
+        turns = int(round(degrees / 90.0))
+        if degrees != 90 * turns:
+            log.warning("%s: display rotation of %d degrees is not a quarter turn; frames are turned by %d",
+                        self.path, degrees, 90 * turns)
+        self._quarter_turns = turns % 4
+
+    def _upright(self, frame: av.VideoFrame) -> np.ndarray:
+        self._note_rotation(frame)
+        array = frame.to_ndarray(format="rgb24")
+        if self._quarter_turns:
+            array = np.ascontiguousarray(np.rot90(array, self._quarter_turns))
+        return array
 
     @property
     def num_frames(self) -> int:
@@ -240,7 +292,7 @@ class PyAVVideoSource:
                 pos = index
                 if index < target:
                     continue
-                last_frame, last_index = frame.to_ndarray(format="rgb24"), index
+                last_frame, last_index = self._upright(frame), index
                 while w < len(wanted) and wanted[w] <= index:
                     got[int(wanted[w])] = last_frame
                     w += 1
@@ -252,7 +304,7 @@ class PyAVVideoSource:
         """Every frame in presentation order, ``(N, H, W, 3)`` uint8 RGB (for baselines and tests)."""
         try:
             self._container.seek(0)
-            frames = [f.to_ndarray(format="rgb24") for f in self._container.decode(self._stream)]
+            frames = [self._upright(f) for f in self._container.decode(self._stream)]
         except av.FFmpegError as err:
             raise VideoDecodeError(f"{self.path}: decoding failed ({err})") from None
         if not frames:

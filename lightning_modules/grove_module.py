@@ -7,7 +7,8 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
-from core.box_ops import box_iou_pairwise, cxcywh_to_xyxy, denormalize_boxes
+from core.box_ops import cxcywh_to_xyxy, denormalize_boxes
+from metrics.teacher_forced import TeacherForcedGrounding
 from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
 from models.grove import Grove
 from models.loss import GroveLoss
@@ -85,6 +86,11 @@ class GroveModule(L.LightningModule):
         self.prompter = self.model.make_prompter(sample_question=sample_question, template=chat_template)
         self.model.prompter = self.prompter  # one prompter for training, generation and the data pipeline
         self.apply_freezing()
+        # teacher-forced diagnostics per evaluation stage (metrics.teacher_forced): summed counts,
+        # logged once per epoch as {stage}/box_hit_rate_tf[_1phrase|_2phrases|_3plus_phrases],
+        # {stage}/box_other_object_rate_tf, {stage}/objectness_acc[_absent]
+        # (objectness accuracy is the classifier's, at sigmoid >= 0.5, whatever objectness_threshold keeps)
+        self.teacher_forced_metrics = torch.nn.ModuleDict({stage: TeacherForcedGrounding() for stage in ("val", "test")})
 
     # ------------------------------------------------------------------ parameters
     def trainable_groups(self) -> list[str]:
@@ -154,31 +160,14 @@ class GroveModule(L.LightningModule):
         return losses["loss"]
 
     # ------------------------------------------------------------------ evaluation
-    def teacher_forced_stats(self, out, view, phrase_mask) -> dict[str, torch.Tensor]:
-        """Objectness accuracy and box hit rate (IoU >= 0.5 on present slots) with the GT caption forced."""
-        valid = phrase_mask.unsqueeze(1).expand_as(view["present"])
-        stats = {}
-        if out.objectness_logits is not None:
-            pred_present = out.objectness_logits.sigmoid() >= 0.5
-            stats["objectness_correct"] = ((pred_present == view["present"]) & valid).sum()
-            stats["objectness_total"] = valid.sum()
-        iou = box_iou_pairwise(cxcywh_to_xyxy(out.boxes.float()), cxcywh_to_xyxy(view["boxes"].float()))
-        stats["box_hits"] = ((iou >= 0.5) & view["present"]).sum()
-        stats["box_total"] = view["present"].sum()
-        return stats
-
     def _eval_step(self, batch: dict[str, Any], stage: str) -> dict[str, Any]:
         if not batch["keys"]:
             return {"predictions": {}, "skipped": batch["skipped"]}
         bs = len(batch["keys"])
         losses, out, view = self.compute_losses(batch, batch["caption_positions"])
         self.log_dict({f"{stage}/{k}": v for k, v in losses.items()}, batch_size=bs, sync_dist=True)
-        stats = self.teacher_forced_stats(out, view, batch["phrase_mask"])
-        if "objectness_total" in stats:
-            self.log(f"{stage}/objectness_acc", stats["objectness_correct"] / stats["objectness_total"].clamp(min=1),
-                     batch_size=int(stats["objectness_total"]), sync_dist=True)
-        self.log(f"{stage}/box_hit_rate_tf", stats["box_hits"] / stats["box_total"].clamp(min=1),
-                 batch_size=max(1, int(stats["box_total"])), sync_dist=True)
+        self.teacher_forced_metrics[stage].update(out.boxes, out.objectness_logits, view["boxes"], view["present"],
+                                                  batch["phrase_mask"])
         predictions = self.predict_clips(batch)
         return {"predictions": predictions, "skipped": batch["skipped"]}
 
@@ -187,6 +176,19 @@ class GroveModule(L.LightningModule):
 
     def test_step(self, batch, batch_idx):
         return self._eval_step(batch, "test")
+
+    def _log_teacher_forced(self, stage: str) -> None:
+        metric = self.teacher_forced_metrics[stage]
+        if metric.update_count == 0:  # no batch reached this stage (every clip skipped)
+            return
+        self.log_dict({f"{stage}/{name}": value for name, value in metric.compute().items()})
+        metric.reset()
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_teacher_forced("val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_teacher_forced("test")
 
     def predict_step(self, batch, batch_idx, dataloader_idx: int = 0):
         if not batch["keys"]:

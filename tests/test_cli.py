@@ -29,7 +29,7 @@ def test_fit_test_predict(tiny_synthetic_root, tmp_path):
     test = cli_main(["test", *tiny_cli_args(tiny_synthetic_root, tmp_path), f"--ckpt_path={last}"])
     metrics = test.trainer.callback_metrics
     for name in ("test/AP50", "test/mIoU", "test/recall", "test/AP50_frame", "test/METEOR", "test/CIDEr",
-                 "test/CAPTURE", "test/objectness_acc"):
+                 "test/CAPTURE", "test/objectness_acc", "test/box_hit_rate_tf", "test/box_other_object_rate_tf"):
         assert name in metrics, name
     preds = json.loads(next(Path(test.trainer.log_dir).glob("predictions_test.json")).read_text())
     assert len(preds) == 2

@@ -182,3 +182,41 @@ def test_corrupt_files_raise_naming_the_file(tmp_path, video):
                 src.read_frames([39])
     with PyAVVideoSource(tmp_path / "cut.mp4") as src:  # what is there still decodes
         np.testing.assert_array_equal(decode_marker(src.read_frames([0, 1])), [0, 1])
+
+
+def _write_rotated(path, degrees, frames):
+    container = av.open(str(path), "w")
+    stream = container.add_stream("libx264", rate=25)
+    stream.height, stream.width = frames.shape[1:3]
+    stream.pix_fmt = "yuv420p"
+    stream.options = {"crf": "0"}
+    stream.set_display_rotation(degrees)
+    for frame in frames:
+        for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
+            container.mux(packet)
+    for packet in stream.encode():
+        container.mux(packet)
+    container.close()
+
+
+@pytest.mark.parametrize("degrees, turns", [(90, 1), (-90, 3), (180, 2), (0, 0)])
+def test_display_rotation_is_applied(tmp_path, degrees, turns):
+    # stored 32 x 64 (H x W) frames, a bright block in the stored top-left corner; PyAV's rotation
+    # is counter-clockwise, as np.rot90's: after a +90 turn the block is bottom-left
+    stored = np.full((6, 32, 64, 3), 40, dtype=np.uint8)
+    stored[:, :8, :16] = 230
+    path = tmp_path / f"rot{degrees}.mp4"
+    _write_rotated(path, degrees, stored)
+    expected = np.rot90(stored[0], turns)
+    with PyAVVideoSource(path) as video:  # size asked before any read: probed from the first frame
+        assert (video.height, video.width) == expected.shape[:2]
+        assert video.quarter_turns == turns
+        frames = video.read_frames([0, 5, 2])
+    assert frames.shape == (3, *expected.shape) and frames.flags["C_CONTIGUOUS"]
+    bright = frames[1, ..., 0] > 135
+    assert np.array_equal(bright, expected[..., 0] > 135)
+    with PyAVVideoSource(path) as video:  # rotation learnt from the first read, then the size
+        assert video.read_all().shape == (6, *expected.shape)
+        assert (video.height, video.width) == expected.shape[:2]
+    with PyAVVideoSource(path, autorotate=False) as video:
+        assert (video.height, video.width) == (32, 64) and video.read_frames([1]).shape == (1, 32, 64, 3)

@@ -380,7 +380,7 @@ class ANetEntitiesMetric(PredictionSetMetric):
 
 
 
-    def compute(self) -> dict[str, float]:
+    def evaluate(self) -> dict[str, float]:
         preds = self.checked_predictions(self.keys, unit="segment")
         if not preds:
             return {}

@@ -47,7 +47,7 @@ class GroundedCaptionMetrics(PredictionSetMetric):
 
 
 
-    def compute(self) -> dict[str, float]:
+    def evaluate(self) -> dict[str, float]:
         preds = self.checked_predictions(self.references, unit="clip")
         if not preds:
             return {}

@@ -4,7 +4,8 @@ Predictions are variable-sized nested dicts with strings, which torchmetrics can
 clip's prediction is serialised to a uint8 tensor and its length kept in a second state; both are
 concatenated across processes in rank order, then decoded and de-duplicated by clip key
 (DistributedSampler-style padding repeats clips). Task metrics subclass :class:`PredictionSetMetric`
-and implement ``compute`` from :meth:`PredictionSetMetric.checked_predictions`.
+and implement ``evaluate`` from :meth:`PredictionSetMetric.checked_predictions`; ``compute`` runs
+it on one rank only (every rank holds the same gathered predictions) and broadcasts the result.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import json
 from typing import Any, Mapping
 
 import torch
+import torch.distributed as dist
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
 
@@ -56,6 +58,35 @@ class PredictionSetMetric(Metric):
         for key, pred in decode_payloads(payload, lengths):
             out.setdefault(key, pred)
         return out
+
+    def evaluate(self) -> dict[str, float]:
+        """The task's scores from the gathered predictions (subclasses implement it)."""
+        raise NotImplementedError
+
+    def compute(self) -> dict[str, float]:
+        """:meth:`evaluate` on the first rank of the metric's process group, broadcast to the others.
+
+        After the sync every rank holds the same predictions, so evaluating on each would repeat
+        the same work (METEOR's Java, the text encoder) once per GPU. An error on the first rank
+        is raised on every rank, so none is left waiting. Without a sync (``sync_on_compute=False``,
+        or a single process) each rank evaluates its own predictions.
+        """
+        group = self.process_group
+        if not (self.sync_on_compute and dist.is_available() and dist.is_initialized()
+                and dist.get_world_size(group) > 1):
+            return self.evaluate()
+        first = dist.get_global_rank(group, 0) if group is not None else 0
+        box: list[Any] = [None]
+        if dist.get_rank() == first:
+            try:
+                box = [("ok", self.evaluate())]
+            except Exception as err:  # noqa: BLE001 - re-raised below, on every rank
+                box = [("error", err)]
+        dist.broadcast_object_list(box, src=first, group=group)
+        status, value = box[0]
+        if status == "error":
+            raise value
+        return value
 
     def checked_predictions(self, reference_keys, unit: str = "clip") -> dict[str, dict]:
         """:meth:`predictions`, refusing any key absent from ``reference_keys``.

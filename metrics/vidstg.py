@@ -121,7 +121,7 @@ class VidSTGMetric(PredictionSetMetric):
 
 
 
-    def compute(self) -> dict[str, float]:
+    def evaluate(self) -> dict[str, float]:
         preds = self.checked_predictions(self.references, unit="sentence")
         if not preds:
             return {}

@@ -1,6 +1,7 @@
 """GroveModule: training and evaluation logic for GROVE. The architecture lives in models/."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import lightning as L
@@ -200,9 +201,12 @@ class GroveModule(L.LightningModule):
 
     def _log_teacher_forced(self, stage: str) -> None:
         metric = self.teacher_forced_metrics[stage]
-        if metric.update_count == 0:  # no batch reached this stage (every clip skipped)
-            return
-        self.log_dict({f"{stage}/{name}": value for name, value in metric.compute().items()})
+        # every rank computes (the sync is collective), even one whose clips were all skipped; the
+        # summed counts are then the same everywhere, and rates without cases are left out
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*was called before the ``update`` method")
+            rates = metric.compute()
+        self.log_dict({f"{stage}/{name}": value for name, value in rates.items()})
         metric.reset()
 
     def on_validation_epoch_end(self) -> None:

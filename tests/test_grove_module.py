@@ -1,4 +1,6 @@
 """GroveModule: freezing policy, schedule, and a short training run that must learn."""
+import warnings
+
 import pytest
 import torch
 
@@ -62,6 +64,20 @@ def test_lr_multipliers_scale_named_groups_under_the_schedule(tiny_synthetic_roo
     assert optimizer.param_groups[0]["lr"] == pytest.approx(sched.base_lrs[0])  # warm-up done: base rate
     with pytest.raises(ValueError, match="lr_multipliers.*grounding_backbon"):
         _module(tiny_synthetic_root, tmp_path, "--model.init_args.lr_multipliers={grounding_backbon: 0.1}")
+
+
+def test_teacher_forced_rates_are_computed_even_without_updates(tiny_synthetic_root, tmp_path):
+    # compute syncs across ranks, so a rank whose clips were all skipped must still call it
+    module = _module(tiny_synthetic_root, tmp_path).model
+    metric = module.teacher_forced_metrics["val"]
+    calls = []
+    compute = metric.compute
+    metric.compute = lambda: calls.append(1) or compute()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module._log_teacher_forced("val")  # no update: nothing to log
+    assert calls == [1]
+    assert not [w for w in caught if "before the ``update``" in str(w.message)]
 
 
 def test_warmup_linear_decay_curve():

@@ -6,6 +6,11 @@ budget (README, "The demo"). This pretext stands in for their pre-training: ever
 frame predicts the words of the phrase whose box covers the patch centre (multi-label, e.g.
 ``{red, circle}``; an uncovered patch predicts no word). Targets come from the grounded
 annotations themselves, so the pretext needs no extra data and works for any vocabulary.
+
+For the grounding tower a second, geometric target stands in for what SAM's features carry: each
+covered patch also regresses the box (absolute, frame-normalised ``cxcywh``) of the smallest visible
+object over it. Word targets alone leave the features without absolute position, and the box
+decoder, which reads positions from the features it attends to, then cannot learn boxes from them.
 """
 from __future__ import annotations
 
@@ -82,6 +87,43 @@ def patch_word_targets(boxes: Tensor, present: Tensor, words: Tensor, grid_hw: t
     return (covered > 0).to(boxes.dtype)
 
 
+def patch_box_targets(boxes: Tensor, present: Tensor, grid_hw: tuple[int, int],
+                      frame_fraction: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Box to regress per patch: ``targets (B, T, h, w, 4)`` and ``covered (B, T, h, w)``.
+
+    A patch whose centre lies in one or more visible boxes takes the smallest of them (its object is
+    in front, or inside the larger box); its target is that box, normalised ``cxcywh`` on the source
+    frame as GROVE predicts it. Uncovered patches have zero targets and ``covered`` False.
+    """
+    inside, _, _ = _covering(boxes, present, grid_hw, frame_fraction)  # (B, T, P, h, w)
+    area = (boxes[..., 2] * boxes[..., 3])[..., None, None].expand_as(inside)
+    smallest = area.masked_fill(~inside, float("inf")).argmin(dim=2)  # (B, T, h, w)
+    covered = inside.any(dim=2)
+    b, t = smallest.shape[:2]
+    chosen = boxes.gather(2, smallest.flatten(2).unsqueeze(-1).expand(b, t, -1, 4))  # (B, T, h*w, 4)
+    targets = chosen.view(*smallest.shape, 4) * covered.unsqueeze(-1).to(boxes.dtype)
+    return targets, covered
+
+
+class PatchBoxHead(nn.Module):
+    """Linear patch box regressor and its loss: L1 summed over ``cxcywh``, averaged over covered patches."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.linear = nn.Linear(dim, 4)
+
+    def forward(self, features: Tensor) -> Tensor:
+        """``(..., dim)`` -> boxes ``(..., 4)``."""
+        return self.linear(features)
+
+    def loss(self, boxes: Tensor, targets: Tensor, covered: Tensor, frame_mask: Tensor | None = None) -> Tensor:
+        """``boxes``/``targets (B, T, h, w, 4)``, ``covered (B, T, h, w)``, ``frame_mask (B, T)``; 0 when
+        no patch is covered."""
+        keep = covered if frame_mask is None else covered & frame_mask.bool()[:, :, None, None]
+        count = keep.sum().clamp(min=1).to(boxes.dtype)
+        return ((boxes - targets.to(boxes.dtype)).abs().sum(-1) * keep.to(boxes.dtype)).sum() / count
+
+
 class PatchWordHead(nn.Module):
     """Linear patch classifier and its loss: BCE per (patch, word), positives up-weighted.
 
@@ -128,4 +170,4 @@ def pretext_optimizer(params, lr: float, steps: int):
 
 
 __all__ = ["STOPWORDS", "pretext_optimizer", "phrase_words", "build_word_vocabulary", "phrase_word_matrix", "patch_word_targets",
-           "PatchWordHead"]
+           "patch_box_targets", "PatchWordHead", "PatchBoxHead"]

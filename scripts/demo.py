@@ -23,6 +23,25 @@ from scripts import pretrain_towers  # noqa: E402
 
 CONFIG = ROOT / "configs" / "demo.yaml"
 TOWER_STEPS = 250
+TOWER_BOX_WEIGHT = 0.3
+
+
+def stale_towers(folder: Path) -> str | None:
+    """Why the towers in ``folder`` do not come from the current tower recipe (None: they do).
+
+    The recipe is read back from the stage's ``pretext.json``; towers written by an older recipe (or
+    with no record) are pre-trained again rather than silently reused.
+    """
+    record = folder / "pretext.json"
+    if not record.exists():
+        return f"{record} is missing"
+    try:
+        report = json.loads(record.read_text())
+    except json.JSONDecodeError as err:
+        return f"{record} is not valid JSON ({err})"
+    wanted = {"steps": TOWER_STEPS, "box_weight": TOWER_BOX_WEIGHT}
+    found = {key: report.get(key) for key in wanted}
+    return None if found == wanted else f"{record} records {found}, the demo's recipe is {wanted}"
 
 
 def configured_towers(extra: list[str]) -> tuple[Path, Path] | None:
@@ -46,12 +65,16 @@ def main(extra: list[str]) -> dict:
     timings = {}
     towers = configured_towers(extra)
     global_ckpt, grounding_ckpt = towers if towers is not None else (None, None)
-    if towers is not None and not (global_ckpt.exists() and grounding_ckpt.exists()):
+    reason = None
+    if towers is not None:
+        missing = [str(p) for p in towers if not p.exists()]
+        reason = f"{', '.join(missing)} not found" if missing else stale_towers(grounding_ckpt.parent)
+    if reason is not None:
         if global_ckpt.parent != grounding_ckpt.parent:
             raise ValueError("demo: the two tower checkpoints must share a folder to be written by the tower stage")
-        print(f"\ntower stage: pre-training the tiny towers -> {global_ckpt.parent}\n")
-        pretrain_towers.main(["--config", str(CONFIG), "--steps", str(TOWER_STEPS), "--out", str(global_ckpt.parent),
-                              "--", *extra])
+        print(f"\ntower stage ({reason}): pre-training the tiny towers -> {global_ckpt.parent}\n")
+        pretrain_towers.main(["--config", str(CONFIG), "--steps", str(TOWER_STEPS), "--box-weight",
+                              str(TOWER_BOX_WEIGHT), "--out", str(global_ckpt.parent), "--", *extra])
         timings["towers_s"] = round(time.perf_counter() - start, 1)
     fit_start = time.perf_counter()
     fit = cli_main(["fit", "--config", str(CONFIG), *extra])

@@ -3,7 +3,8 @@
 The paper's GROVE starts from pre-trained CLIP (global encoder) and SAM (grounding encoder). The
 tiny demo's towers are random, and random towers trained only through GROVE's losses learn too
 slowly for the demo's budget (README, "The demo"). This stage stands in for their pre-training: a
-dense phrase-word pretext (models/patch_pretext.py) on the config's training split, then
+dense phrase-word pretext (models/patch_pretext.py) on the config's training split, where the
+grounding tower's patches also regress their object's box (``--box-weight``), then
 
   <out>/open_clip_vision.bin    ``visual.*`` keys, as an open_clip CLIP state dict
   <out>/sam_image_encoder.pth   ``image_encoder.*`` keys, as an official SAM checkpoint
@@ -31,8 +32,8 @@ import core  # noqa: E402,F401
 
 import torch  # noqa: E402
 
-from models.patch_pretext import (PatchWordHead, build_word_vocabulary, patch_word_targets,  # noqa: E402
-                                  phrase_word_matrix, pretext_optimizer)
+from models.patch_pretext import (PatchBoxHead, PatchWordHead, build_word_vocabulary,  # noqa: E402
+                                  patch_box_targets, patch_word_targets, phrase_word_matrix, pretext_optimizer)
 
 GLOBAL_FILE = "open_clip_vision.bin"
 GROUNDING_FILE = "sam_image_encoder.pth"
@@ -47,8 +48,12 @@ def frame_fraction(size: torch.Tensor, square: bool) -> torch.Tensor | None:
     return torch.stack((size[:, 1], size[:, 0]), dim=1) / longest
 
 
-def pretrain(module, datamodule, steps: int, lr: float, log_every: int = 25, log=print) -> dict:
-    """Train both towers of ``module.model`` on the pretext for ``steps`` optimiser steps."""
+def pretrain(module, datamodule, steps: int, lr: float, box_weight: float = 0.3, log_every: int = 25,
+             log=print) -> dict:
+    """Train both towers of ``module.model`` on the pretext for ``steps`` optimiser steps.
+
+    ``box_weight`` scales the grounding tower's per-patch box regression (0 = words only).
+    """
     model = module.model
     glob, grnd = model.global_encoder, model.grounding_encoder
     if datamodule.hparams.get("global_resize", "squash") == "center_crop":
@@ -59,8 +64,12 @@ def pretrain(module, datamodule, steps: int, lr: float, log_every: int = 25, log
         raise ValueError("pretrain_towers: the training split has no phrases to learn")
     head_g = PatchWordHead(glob.width, len(vocabulary))
     head_r = PatchWordHead(grnd.out_chans, len(vocabulary))
-    params = [*glob.backbone.parameters(), *grnd.backbone.parameters(), *head_g.parameters(), *head_r.parameters()]
-    optimizer, schedule = pretext_optimizer(params, lr, steps)
+    box_head = PatchBoxHead(grnd.out_chans)
+    # The towers are separate models: each is clipped on its own, so the grounding tower's box loss
+    # does not shrink the global tower's steps.
+    towers = [[*glob.backbone.parameters(), *head_g.parameters()],
+              [*grnd.backbone.parameters(), *head_r.parameters(), *(box_head.parameters() if box_weight else ())]]
+    optimizer, schedule = pretext_optimizer([p for tower in towers for p in tower], lr, steps)
     pad_global = datamodule.hparams.get("global_resize", "squash") == "pad"
     start, step, window = time.perf_counter(), 0, {}
     module.train()
@@ -81,9 +90,16 @@ def pretrain(module, datamodule, steps: int, lr: float, log_every: int = 25, log
                 losses.append(loss)
                 metrics[f"{name}_loss"] = loss.item()
                 metrics[f"{name}_word_f1"] = stats["word_f1"].item()
+                if name == "grounding" and box_weight:
+                    box_targets, covered = patch_box_targets(batch["boxes"].float(), batch["present"],
+                                                             tuple(features.shape[2:4]), fraction)
+                    box_loss = box_head.loss(box_head(features), box_targets, covered, batch["frame_mask"])
+                    losses.append(box_weight * box_loss)
+                    metrics["grounding_box_l1"] = box_loss.item()
             optimizer.zero_grad(set_to_none=True)
             sum(losses).backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            for tower in towers:
+                torch.nn.utils.clip_grad_norm_(tower, 1.0)
             optimizer.step()
             schedule.step()
             step += 1
@@ -95,7 +111,7 @@ def pretrain(module, datamodule, steps: int, lr: float, log_every: int = 25, log
                 last, window = summary, {}
             if step >= steps:
                 break
-    return {"steps": steps, "lr": lr, "vocabulary": vocabulary, "seconds": round(time.perf_counter() - start, 1),
+    return {"steps": steps, "lr": lr, "box_weight": box_weight, "vocabulary": vocabulary, "seconds": round(time.perf_counter() - start, 1),
             "final": last}
 
 
@@ -115,6 +131,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"))
     parser.add_argument("--steps", type=int, default=250)
     parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--box-weight", type=float, default=0.3,
+                        help="weight of the grounding tower's per-patch box regression (0: words only)")
     parser.add_argument("--out", default=str(ROOT / "data" / "demo_towers"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("overrides", nargs="*", help="extra CLI overrides for the config, e.g. --data.init_args.root=...")
@@ -123,12 +141,13 @@ def main(argv: list[str] | None = None) -> dict:
     from cli import cli_main
 
     # The towers start random here, whatever checkpoints the config names (they are this stage's output).
-    cli = cli_main(["--config", args.config, "--model.init_args.global_encoder.checkpoint=null",
-                    "--model.init_args.grounding_encoder.checkpoint=null", *args.overrides], run=False)
+    # (after the overrides: an override naming the checkpoints to write must not be loaded here)
+    cli = cli_main(["--config", args.config, *args.overrides, "--model.init_args.global_encoder.checkpoint=null",
+                    "--model.init_args.grounding_encoder.checkpoint=null"], run=False)
     torch.manual_seed(int(cli.config.get("seed_everything") or 0))
     cli.datamodule.prepare_data()
     cli.datamodule.setup("fit")
-    report = pretrain(cli.model, cli.datamodule, args.steps, args.lr)
+    report = pretrain(cli.model, cli.datamodule, args.steps, args.lr, box_weight=args.box_weight)
     paths = save_towers(cli.model.model, Path(args.out))
     report.update({"config": args.config, "overrides": args.overrides,
                    "checkpoints": {"model.global_encoder.checkpoint": str(paths[0]),

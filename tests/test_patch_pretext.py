@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.patch_pretext import (PatchWordHead, build_word_vocabulary, patch_word_targets, phrase_word_matrix,
-                                  phrase_words)
+from models.patch_pretext import (PatchBoxHead, PatchWordHead, build_word_vocabulary, patch_box_targets,
+                                  patch_word_targets, phrase_word_matrix, phrase_words)
 
 
 def test_phrase_words_and_vocabulary():
@@ -46,6 +46,42 @@ def test_patch_targets_follow_bottom_right_padding():
     assert t[0, 0, :, :, 0].tolist() == [[1] * 4, [1] * 4, [0] * 4, [0] * 4]
 
 
+def test_patch_box_targets_take_the_smallest_visible_box():
+    # 4x4 grid, centres at 0.125 .. 0.875. Box 0 covers the top-left 2x2 patches; box 1 (smaller)
+    # covers only the centre (0.375, 0.375); box 2 would cover the bottom-right patch but is absent.
+    big, small, gone = [0.25, 0.25, 0.5, 0.5], [0.375, 0.375, 0.3, 0.3], [0.875, 0.875, 0.2, 0.2]
+    boxes = torch.tensor([[[big, small, gone]]])
+    targets, covered = patch_box_targets(boxes, torch.tensor([[[True, True, False]]]), (4, 4))
+    assert targets.shape == (1, 1, 4, 4, 4) and covered.shape == (1, 1, 4, 4)
+    expected_cover = torch.zeros(4, 4, dtype=torch.bool)
+    expected_cover[:2, :2] = True
+    assert torch.equal(covered[0, 0], expected_cover)
+    for y, x in ((0, 0), (0, 1), (1, 0)):
+        assert torch.equal(targets[0, 0, y, x], torch.tensor(big))
+    assert torch.equal(targets[0, 0, 1, 1], torch.tensor(small))  # both cover it: the smaller wins
+    assert targets[0, 0][~expected_cover].abs().sum() == 0
+    # with the frame in the top half of a padded square input, only the top two rows are frame
+    whole = torch.tensor([[[[0.5, 0.5, 1.0, 1.0]]]])
+    _, covered = patch_box_targets(whole, torch.ones(1, 1, 1, dtype=torch.bool), (4, 4),
+                                   frame_fraction=torch.tensor([[0.5, 1.0]]))
+    assert covered[0, 0].sum(dim=1).tolist() == [4, 4, 0, 0]
+
+
+def test_patch_box_head_loss_hand_computed():
+    head = PatchBoxHead(3)
+    targets = torch.zeros(1, 2, 1, 2, 4)
+    targets[0, 0, 0, 0] = torch.tensor([0.5, 0.5, 0.2, 0.2])
+    targets[0, 1, 0, 1] = torch.tensor([0.1, 0.1, 0.1, 0.1])
+    covered = targets.abs().sum(-1) > 0
+    pred = torch.full_like(targets, 0.3)
+    # |0.2|+|0.2|+|0.1|+|0.1| = 0.6 on the first covered patch, 4 x 0.2 = 0.8 on the second
+    assert torch.isclose(head.loss(pred, targets, covered), torch.tensor(0.7))
+    assert torch.isclose(head.loss(pred, targets, covered, frame_mask=torch.tensor([[True, False]])),
+                         torch.tensor(0.6))
+    assert head.loss(pred, targets, torch.zeros_like(covered)) == 0
+    assert head(torch.randn(5, 3)).shape == (5, 4)
+
+
 def test_head_loss_and_accuracy():
     head = PatchWordHead(4, 3, pos_weight=1.0)
     targets = torch.zeros(1, 2, 1, 2, 3)
@@ -73,7 +109,11 @@ def test_pretrain_towers_writes_checkpoints_the_real_loaders_read(tiny_synthetic
 
     out = tmp_path / "towers"
     overrides = tiny_cli_args(tiny_synthetic_root, tmp_path)[2:]  # without --config
-    report = main(["--steps", "3", "--out", str(out), "--", *overrides])
+    # the demo passes its overrides on, the paths of the checkpoints this stage writes included
+    to_write = [f"--model.init_args.global_encoder.checkpoint={out / 'open_clip_vision.bin'}",
+                f"--model.init_args.grounding_encoder.checkpoint={out / 'sam_image_encoder.pth'}"]
+    report = main(["--steps", "3", "--out", str(out), "--", *overrides, *to_write])
+    assert report["box_weight"] > 0 and report["final"]["grounding_box_l1"] > 0
     assert json.loads((out / "pretext.json").read_text())["steps"] == 3
     assert "circle" in report["vocabulary"] or "square" in report["vocabulary"]
     cli = cli_main([*tiny_cli_args(tiny_synthetic_root, tmp_path),
@@ -170,3 +210,16 @@ def test_demo_finds_the_tower_checkpoints_it_must_write():
                                "--model.init_args.grounding_encoder.checkpoint=rel/s.pth"])
     assert moved == (Path("/x/g.bin"), ROOT / "rel" / "s.pth")
     assert configured_towers(["--model.init_args.global_encoder.checkpoint=null"]) is None
+
+
+def test_demo_pretrains_towers_again_when_their_recipe_changed(tmp_path):
+    from scripts.demo import TOWER_BOX_WEIGHT, TOWER_STEPS, stale_towers
+
+    assert "missing" in stale_towers(tmp_path)
+    record = tmp_path / "pretext.json"
+    record.write_text(json.dumps({"steps": TOWER_STEPS, "box_weight": TOWER_BOX_WEIGHT, "seconds": 1.0}))
+    assert stale_towers(tmp_path) is None
+    record.write_text(json.dumps({"steps": TOWER_STEPS}))  # written before the box target existed
+    assert "box_weight" in stale_towers(tmp_path)
+    record.write_text("{not json")
+    assert "not valid JSON" in stale_towers(tmp_path)

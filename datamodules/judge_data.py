@@ -119,6 +119,58 @@ def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+def _without_an(text: str) -> tuple[str, list[int]]:
+    """``text`` with the article "an" written "a", and each kept character's index in ``text`` (+ the end)."""
+    dropped = {m.start() + 1 for m in re.finditer(r"\b[Aa]n\b", text)}
+    keep = [i for i in range(len(text)) if i not in dropped]
+    return "".join(text[i] for i in keep), keep + [len(text)]
+
+
+def substituted_spans(row: dict[str, Any], max_assignments: int = 256) -> list[tuple[int, int]] | None:
+    """Character spans of ``row["caption"]`` that the generator substituted, in caption order.
+
+    The caption is rebuilt from ``original_caption`` by putting each substitution's new text in
+    place of an occurrence of its old text (articles a/an aside, which the generator re-agrees);
+    the occurrences that reproduce the caption give the spans, so a phrase that also occurs
+    unchanged elsewhere is not marked. ``[]`` for an unchanged caption; None when the row has no
+    substitution record (human ratings) or the caption cannot be rebuilt from it (an LLM rewrite).
+    """
+    caption, original = row.get("caption"), row.get("original_caption")
+    subs = row.get("substitutions")
+    if not isinstance(caption, str) or not isinstance(original, str) or not isinstance(subs, list):
+        return None
+    if not subs:
+        return [] if caption == original else None
+    target, index = _without_an(caption)
+    source = _without_an(original)[0]
+    olds, news = [], []
+    for sub in subs:
+        if not isinstance(sub, dict) or not sub.get("old") or not sub.get("new"):
+            return None
+        olds.append(_without_an(sub["old"])[0])
+        news.append(_without_an(sub["new"])[0])
+    places = [[m.start() for m in re.finditer(re.escape(old), source)] for old in olds]
+    if not all(places) or math.prod(len(p) for p in places) > max_assignments:
+        return None
+    for starts in itertools.product(*places):
+        order = sorted(range(len(subs)), key=lambda k: starts[k])
+        ends = [starts[k] + len(olds[k]) for k in order]
+        if any(starts[order[i + 1]] < ends[i] for i in range(len(order) - 1)):
+            continue  # overlapping occurrences
+        pieces, spans, cursor, out = [], [], 0, 0
+        for k in order:
+            pieces.append(source[cursor:starts[k]])
+            out += starts[k] - cursor
+            spans.append((out, out + len(news[k])))
+            pieces.append(news[k])
+            out += len(news[k])
+            cursor = starts[k] + len(olds[k])
+        pieces.append(source[cursor:])
+        if "".join(pieces) == target:
+            return [(index[a], index[b - 1] + 1) for a, b in spans]
+    return None
+
+
 # ----------------------------------------------------------------------------- inflection
 
 _IRREGULAR_PLURALS = {

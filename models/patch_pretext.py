@@ -72,16 +72,44 @@ def _covering(boxes: Tensor, present: Tensor, grid_hw, frame_fraction) -> tuple[
     return inside, ys, xs
 
 
+def _overlapping(boxes: Tensor, present: Tensor, grid_hw, frame_fraction, min_overlap: float) -> Tensor:
+    """``(B, T, P, h, w)``: visible box p and the patch share at least ``min_overlap`` of the smaller one's area."""
+    b = boxes.shape[0]
+    h, w = grid_hw
+    if frame_fraction is None:
+        frame_fraction = boxes.new_ones(b, 2)
+    frame_fraction = frame_fraction.to(boxes.device, boxes.dtype)
+    edges_y = (torch.arange(h + 1, device=boxes.device, dtype=boxes.dtype) / h).view(1, -1) / frame_fraction[:, :1]
+    edges_x = (torch.arange(w + 1, device=boxes.device, dtype=boxes.dtype) / w).view(1, -1) / frame_fraction[:, 1:]
+    cx, cy, bw, bh = (v.unsqueeze(-1) for v in boxes.unbind(-1))  # (B, T, P, 1)
+
+    def overlap(centre, size, edges):  # -> (B, T, P, n): 1-D intersection of box and patch
+        lo, hi = edges[:, None, None, :-1], edges[:, None, None, 1:]
+        return ((centre + size / 2).minimum(hi) - (centre - size / 2).maximum(lo)).clamp(min=0), hi - lo
+
+    over_y, cell_h = overlap(cy, bh, edges_y)
+    over_x, cell_w = overlap(cx, bw, edges_x)
+    shared = over_y.unsqueeze(-1) * over_x.unsqueeze(-2)  # (B, T, P, h, w)
+    smaller = (bw * bh).unsqueeze(-1).minimum(cell_h.unsqueeze(-1) * cell_w.unsqueeze(-2))
+    return (shared >= min_overlap * smaller) & (shared > 0) & present.bool().unsqueeze(-1).unsqueeze(-1)
+
+
 def patch_word_targets(boxes: Tensor, present: Tensor, words: Tensor, grid_hw: tuple[int, int],
-                       frame_fraction: Tensor | None = None) -> Tensor:
+                       frame_fraction: Tensor | None = None, min_overlap: float | None = None) -> Tensor:
     """Multi-hot words per patch: ``(B, T, h, w, V)``.
 
     ``boxes (B, T, P, 4)`` normalised ``cxcywh`` on the source frame, ``present (B, T, P)``,
     ``words (B, P, V)``. A patch takes the words of every visible phrase whose box holds the patch
-    centre. ``frame_fraction (B, 2)`` is the ``(height, width)`` share of the square input that the
-    frame covers when it is padded bottom-right (SAM's preprocessing); ``None`` = the whole input.
+    centre; with ``min_overlap``, of every visible phrase whose box and the patch share at least
+    that fraction of the smaller one's area instead (an object smaller than a patch then always
+    names one, wherever it lies). ``frame_fraction (B, 2)`` is the ``(height, width)`` share of the
+    square input that the frame covers when it is padded bottom-right (SAM's preprocessing);
+    ``None`` = the whole input.
     """
-    inside, _, _ = _covering(boxes, present, grid_hw, frame_fraction)
+    if min_overlap is None:
+        inside, _, _ = _covering(boxes, present, grid_hw, frame_fraction)
+    else:
+        inside = _overlapping(boxes, present, grid_hw, frame_fraction, float(min_overlap))
     # (B,T,P,h,w) x (B,P,V) -> (B,T,h,w,V): a word is on if any covering phrase has it
     covered = torch.einsum("btphw,bpv->bthwv", inside.to(words.dtype), words.to(boxes.device, words.dtype))
     return (covered > 0).to(boxes.dtype)

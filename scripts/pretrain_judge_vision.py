@@ -46,7 +46,7 @@ def to_uint8(frames: torch.Tensor) -> np.ndarray:
 
 
 def merged_token_targets(batch: dict, words: torch.Tensor, grid_thw: torch.Tensor, temporal_patch: int,
-                         merge: int) -> torch.Tensor:
+                         merge: int, min_overlap: float | None = None) -> torch.Tensor:
     """Word targets of every merged token, in the vision tower's output order: ``(sum_i t*h*w, V)``.
 
     ``grid_thw (B, 3)`` is the patch grid of each clip (all equal: one frame size per batch); a
@@ -56,7 +56,8 @@ def merged_token_targets(batch: dict, words: torch.Tensor, grid_thw: torch.Tenso
     if not bool((grid_thw == grid_thw[0]).all()):
         raise ValueError(f"clips of one batch must share a patch grid, got {grid_thw.tolist()}")
     t, h, w = (int(v) for v in grid_thw[0])
-    per_frame = patch_word_targets(batch["boxes"].float(), batch["present"], words, (h // merge, w // merge))
+    per_frame = patch_word_targets(batch["boxes"].float(), batch["present"], words, (h // merge, w // merge),
+                                   min_overlap=min_overlap)
     b, num_frames = per_frame.shape[:2]
     if num_frames != t * temporal_patch:
         raise ValueError(f"{num_frames} frames do not make {t} temporal patches of {temporal_patch}")
@@ -64,7 +65,8 @@ def merged_token_targets(batch: dict, words: torch.Tensor, grid_thw: torch.Tenso
     return grouped.reshape(-1, grouped.shape[-1])
 
 
-def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=print) -> dict:
+def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=print,
+             min_overlap: float | None = None) -> dict:
     tower = judge.vision_tower()
     prompter = judge.prompter
     temporal_patch = int(prompter.video_processor.temporal_patch_size)
@@ -85,7 +87,7 @@ def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=
             grid = torch.stack([c[1] for c in clips])
             tokens = tower(pixels, grid_thw=grid).pooler_output
             words = phrase_word_matrix(batch["phrases"], vocabulary, batch["boxes"].shape[2])
-            targets = merged_token_targets(batch, words, grid, temporal_patch, merge)
+            targets = merged_token_targets(batch, words, grid, temporal_patch, merge, min_overlap)
             loss, stats = head.loss(head(tokens), targets)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -102,7 +104,7 @@ def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=
             if step >= steps:
                 break
     tower.eval()
-    return {"steps": steps, "lr": lr, "vocabulary": vocabulary, "seconds": round(time.perf_counter() - start, 1),
+    return {"steps": steps, "lr": lr, "min_overlap": min_overlap, "vocabulary": vocabulary, "seconds": round(time.perf_counter() - start, 1),
             "final": last}
 
 
@@ -112,6 +114,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--min-overlap", type=float, default=None,
+                        help="a token names an object sharing this fraction of the smaller area (default: "
+                             "the object's box must hold the token's centre)")
     parser.add_argument("--out", default=str(ROOT / "data" / "judge_towers"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--synthetic-root", default=None, help="the grounded synthetic data (default: the config's)")
@@ -138,7 +143,7 @@ def main(argv: list[str] | None = None) -> dict:
         **{k: v for k, v in options.items() if k in accepted})
     data.prepare_data()
     data.setup("fit")
-    report = pretrain(judge, data, args.steps, args.lr)
+    report = pretrain(judge, data, args.steps, args.lr, min_overlap=args.min_overlap)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.save({f"model.visual.{k}": v.detach().clone() for k, v in judge.vision_tower().state_dict().items()},

@@ -303,3 +303,59 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
     answers = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
     assert len(answers) == 8 and all((a["score"] is None) == (a["error"] is not None) for a in answers)
     assert metrics["test/unparsable"].item() == pytest.approx(sum(a["score"] is None for a in answers) / 8)
+
+
+# ----------------------------------------------------------------------------- feature probe
+
+def test_feature_verifier_is_causal_over_the_caption():
+    from scripts.judge_feature_probe import FeatureVerifier
+
+    torch.manual_seed(0)
+    model = FeatureVerifier(feature_dim=8, vocab_size=20, dim=16, layers=2, heads=2).eval()
+    video = torch.randn(2, 5, 8)
+    ids = torch.randint(0, 20, (2, 6))
+    padding = torch.zeros(2, 6, dtype=torch.bool)
+    base = model(video, ids, padding)
+    changed = ids.clone()
+    changed[:, 4] = (changed[:, 4] + 1) % 20
+    after = model(video, changed, padding)
+    assert torch.allclose(base[:, :4], after[:, :4], atol=1e-6) and not torch.allclose(base[:, 4:], after[:, 4:])
+    assert not torch.allclose(base, model(torch.randn(2, 5, 8), ids, padding))  # it reads the video
+    with pytest.raises(ValueError, match="exceed the verifier's positions"):
+        model(torch.randn(1, 300, 8), ids[:1], padding[:1])
+
+
+def test_feature_probe_token_labels_by_kind():
+    from scripts.judge_feature_probe import token_labels
+
+    tokenizer = VCInspectorJudge(tiny=TINY, max_pixels=56 * 56, min_pixels=28 * 28).prompter.tokenizer
+    row = {"original_caption": "a red circle moves left, then a blue square stays still.",
+           "caption": "a red circle moves up, then a white square stays still.",
+           "substitutions": [{"kind": "action", "old": "moves left", "new": "moves up"},
+                             {"kind": "object", "old": "blue square", "new": "white square"}]}
+    ids, labels, kinds = token_labels(row, tokenizer)
+    assert len(ids) == len(labels) == len(kinds)
+    flagged = {k: tokenizer.decode([i for i, kind in zip(ids, kinds) if kind == k]).replace(" ", "") for k in (1, 2)}
+    assert flagged == {1: "whitesquare", 2: "movesup"}
+    assert labels == [int(k > 0) for k in kinds]
+    assert token_labels({"caption": "a red circle."}, tokenizer) is None  # no substitution record
+
+
+@pytest.mark.slow
+def test_feature_probe_runs_on_the_judge_config(tiny_synthetic_root, tmp_path):
+    from scripts.judge_feature_probe import main
+    from tests.conftest import ROOT
+
+    overrides = ["--data.init_args.synthetic={num_train: 6, num_val: 2, num_test: 2, duration_s: 2.0, workers: 1}",
+                 f"--data.init_args.synthetic_root={tiny_synthetic_root}", "--data.init_args.num_workers=0",
+                 "--data.init_args.num_frames=4", "--model.init_args.vision_checkpoint=null",
+                 "--data.init_args.generator={backend: rule, in_domain: require, max_climb: 4, balance: false}",
+                 *[f"--data.init_args.{s}_file={tmp_path / f'{s}.jsonl'}" for s in ("train", "val", "test")],
+                 "--data.init_args.generate_from={" + ", ".join(
+                     f"{s}: {tiny_synthetic_root / 'annotations' / f'{s}.json'}" for s in ("train", "val", "test")) + "}"]
+    report = main(["--config", str(ROOT / "configs" / "judge_demo.yaml"), "--steps", "3", "--eval-every", "2",
+                   "--batch-size", "4", "--", *overrides])
+    assert [h["step"] for h in report["history"]] == [2, 3]
+    last = report["history"][-1]
+    assert 0.0 <= last["token_accuracy"] <= 1.0 and 0.0 < last["base_rate_unchanged"] <= 1.0
+    assert set(last) >= {"accuracy_unchanged", "accuracy_object", "accuracy_action", "kendall_tau_b", "train_loss"}

@@ -15,7 +15,7 @@ from datamodules.judge_data import (
     BASIC_COLOURS, EXPLANATION_CORRECT, CaptionSource, LLMBackend, MalformedLLMOutput, RuleBackend,
     balance_by_score, explain, factual_score, generate_corruptions, indefinite_article, inflect_verb,
     likert_score, load_action_lexicon, parse_llm_caption, parse_llm_list, parse_llm_phrase, pluralize,
-    share_synset, write_jsonl,
+    share_synset, substituted_spans, write_jsonl,
 )
 from datamodules.synthetic import COLOURS, DIRECTIONS, SHAPES, SIDES
 from datamodules.judge_datamodule import (DescribeFirstSampler, JudgeDataError, describe_rows, read_activitynet_captions,
@@ -532,3 +532,60 @@ def test_datamodule_adds_the_warm_up_to_the_training_split_only(tmp_path, synthe
     assert sum(r.get("task") == "describe" for r in dm.datasets["train"].rows) == 15
     assert isinstance(dm.train_dataloader().sampler, DescribeFirstSampler)
     assert not isinstance(dm.val_dataloader().sampler, DescribeFirstSampler)
+
+
+# ----------------------------------------------------------------------------- substituted spans
+
+def _sub(kind, old, new):
+    return {"kind": kind, "old": old, "new": new}
+
+
+def _spans_text(row):
+    spans = substituted_spans(row)
+    return None if spans is None else [row["caption"][a:b] for a, b in spans]
+
+
+def test_substituted_spans_hand_cases():
+    # an unchanged caption has no wrong words
+    same = {"caption": "a red circle moves left.", "original_caption": "a red circle moves left.", "substitutions": []}
+    assert substituted_spans(same) == []
+    # the article agrees with the substitute: "an orange" -> "a white" shifts every later offset by one
+    row = {"original_caption": "an orange square stays still, then a red circle moves left.",
+           "caption": "a white square stays still, then a red circle moves up.",
+           "substitutions": [_sub("object", "orange square", "white square"), _sub("action", "moves left", "moves up")]}
+    assert substituted_spans(row) == [(2, 14), (46, 54)]
+    # the same clause twice, only the second replaced: the first occurrence stays unmarked
+    row = {"original_caption": "a red circle hides behind the wall, then an orange circle hides behind the wall.",
+           "caption": "a red circle hides behind the wall, then an orange circle passes behind the wall.",
+           "substitutions": [_sub("action", "hides behind the wall", "passes behind the wall")]}
+    assert substituted_spans(row) == [(58, 80)]
+    # a substitute that is another clause's original phrase: only the replaced place is marked
+    row = {"original_caption": "a white diamond bounces up and down, then a red diamond moves left.",
+           "caption": "a yellow diamond bounces up and down, then a white diamond moves left.",
+           "substitutions": [_sub("object", "white diamond", "yellow diamond"),
+                             _sub("object", "red diamond", "white diamond")]}
+    assert _spans_text(row) == ["yellow diamond", "white diamond"]
+    assert substituted_spans(row)[1][0] == row["caption"].index("white diamond")
+    # swapped objects: both places are wrong
+    row = {"original_caption": "a red circle stays still, then a blue square moves up.",
+           "caption": "a blue square stays still, then a red circle moves up.",
+           "substitutions": [_sub("object", "red circle", "blue square"), _sub("object", "blue square", "red circle")]}
+    assert _spans_text(row) == ["blue square", "red circle"]
+
+
+def test_substituted_spans_none_when_the_record_cannot_rebuild_the_caption():
+    assert substituted_spans({"caption": "a red circle moves left."}) is None  # a human-rated row
+    rewritten = {"original_caption": "a man rides a horse.", "caption": "a woman is riding a big horse.",
+                 "substitutions": [_sub("object", "man", "woman")]}
+    assert substituted_spans(rewritten) is None  # an LLM rewrite: the words moved
+    changed_without_record = {"original_caption": "a red circle.", "caption": "a blue circle.", "substitutions": []}
+    assert substituted_spans(changed_without_record) is None
+
+
+def test_substituted_spans_locate_every_closed_domain_substitution(closed_rows):
+    rows = closed_rows[0]
+    for row in rows:
+        spans = substituted_spans(row)
+        assert spans is not None and len(spans) == len(row["substitutions"]), row
+        assert sorted(row["caption"][a:b] for a, b in spans) == sorted(s["new"] for s in row["substitutions"])
+        assert all(b <= a2 for (_, b), (a2, _) in zip(spans, spans[1:]))  # ordered, disjoint

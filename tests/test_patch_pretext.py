@@ -38,6 +38,30 @@ def test_patch_targets_hand_computed():
     assert both[0, 0, 1, 1].tolist() == [1.0, 1.0, 1.0] and both[0, 0, 0, 0].tolist() == [1.0, 0.0, 1.0]
 
 
+def test_patch_targets_by_overlap_hand_computed():
+    # 4x4 grid of 0.25-wide patches. A 0.1 box at (0.3, 0.3) holds no patch centre but lies inside
+    # patch (1, 1); a 0.25 x 0.2 box at (0.725, 0.5) spans x [0.6, 0.85), y [0.4, 0.6): it shares
+    # 0.15 x 0.1 = 0.015 of its 0.05 area (0.3) with each of patches (1, 2), (2, 2), and 0.1 x 0.1
+    # = 0.01 (0.2) with (1, 3) and (2, 3).
+    boxes = torch.tensor([[[[0.3, 0.3, 0.1, 0.1], [0.725, 0.5, 0.25, 0.2]]]])
+    present = torch.tensor([[[True, True]]])
+    words = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
+    assert patch_word_targets(boxes, present, words, (4, 4))[0, 0, :, :, 0].sum() == 0  # the centre rule misses it
+    t = patch_word_targets(boxes, present, words, (4, 4), min_overlap=0.25)[0, 0]
+    first = torch.zeros(4, 4)
+    first[1, 1] = 1
+    second = torch.zeros(4, 4)
+    second[1:3, 2] = 1
+    assert torch.equal(t[..., 0], first) and torch.equal(t[..., 1], second)
+    second[1:3, 3] = 1
+    assert torch.equal(patch_word_targets(boxes, present, words, (4, 4), min_overlap=0.15)[0, 0, ..., 1], second)
+    # a patch inside a large box shares all of its own area: the smaller of the two areas counts
+    whole = patch_word_targets(torch.tensor([[[[0.5, 0.5, 1.0, 1.0]]]]), present[..., :1], words[:, :1], (4, 4),
+                               min_overlap=0.9)
+    assert whole[0, 0, ..., 0].sum() == 16
+    assert patch_word_targets(boxes, torch.zeros(1, 1, 2, dtype=torch.bool), words, (4, 4), min_overlap=0.2).sum() == 0
+
+
 def test_patch_targets_follow_bottom_right_padding():
     # A frame twice as wide as high, padded to a square: it covers the top half of the input.
     boxes = torch.tensor([[[[0.5, 0.5, 1.0, 1.0]]]])  # the whole frame
@@ -153,8 +177,8 @@ def test_pretrain_judge_vision_writes_a_tower_the_judge_loads(tiny_synthetic_roo
     overrides = ["--data.init_args.synthetic={num_train: 6, num_val: 2, num_test: 2, duration_s: 2.0, workers: 1}",
                  f"--data.init_args.synthetic_root={tiny_synthetic_root}", "--data.init_args.num_workers=0",
                  "--data.init_args.num_frames=4"]
-    report = main(["--steps", "2", "--batch-size", "2", "--out", str(out), "--", *overrides])
-    assert report["steps"] == 2 and "word_f1" in report["final"]
+    report = main(["--steps", "2", "--batch-size", "2", "--min-overlap", "0.5", "--out", str(out), "--", *overrides])
+    assert report["steps"] == 2 and "word_f1" in report["final"] and report["min_overlap"] == 0.5
     saved = torch.load(out / "qwen_vision.bin")
     cli = cli_main(["--config", str(ROOT / "configs" / "judge_demo.yaml"),
                     f"--model.init_args.vision_checkpoint={out / 'qwen_vision.bin'}", *overrides], run=False)
@@ -195,6 +219,13 @@ def test_merged_token_targets_follow_the_vision_token_order():
     expected[0] = 1.0  # t=0 (frames 0-1), row 0, col 0
     expected[16 + 15] = 1.0  # t=1 (frames 2-3), row 3, col 3
     assert torch.equal(targets, expected)
+    # a small object off the cell centres: named only under the overlap rule, in its cell (t=0, row 1, col 1)
+    small = {"boxes": torch.zeros(1, 4, 1, 4), "present": present}
+    small["boxes"][0, 1, 0] = torch.tensor([0.3, 0.3, 0.1, 0.1])
+    grid = torch.tensor([[2, 8, 8]])
+    assert merged_token_targets(small, torch.ones(1, 1, 1), grid, 2, 2).sum() == 0
+    by_overlap = merged_token_targets(small, torch.ones(1, 1, 1), grid, 2, 2, min_overlap=0.5)
+    assert by_overlap.nonzero().tolist() == [[5, 0]]
     with pytest.raises(ValueError, match="share a patch grid"):
         merged_token_targets(batch, torch.ones(1, 1, 1), torch.tensor([[2, 8, 8], [2, 4, 4]]), 2, 2)
     with pytest.raises(ValueError, match="temporal patches"):

@@ -49,13 +49,18 @@ def phrase_word_matrix(phrases: Sequence[Sequence[str]], vocabulary: Sequence[st
     return out
 
 
+def _frame_share(boxes: Tensor, frame_fraction: Tensor | None) -> Tensor:
+    """``(B, 2)`` (height, width) share of the input the frame covers; all ones when None."""
+    if frame_fraction is None:
+        return boxes.new_ones(boxes.shape[0], 2)
+    return frame_fraction.to(boxes.device, boxes.dtype)
+
+
 def _patch_centres(boxes: Tensor, grid_hw: tuple[int, int], frame_fraction: Tensor | None) -> tuple[Tensor, Tensor]:
     """Patch centres in source-frame coordinates: ys ``(B, 1, 1, h)``, xs ``(B, 1, 1, w)``."""
     b = boxes.shape[0]
     h, w = grid_hw
-    if frame_fraction is None:
-        frame_fraction = boxes.new_ones(b, 2)
-    frame_fraction = frame_fraction.to(boxes.device, boxes.dtype)
+    frame_fraction = _frame_share(boxes, frame_fraction)
     ys = ((torch.arange(h, device=boxes.device, dtype=boxes.dtype) + 0.5) / h).view(1, h) / frame_fraction[:, :1]
     xs = ((torch.arange(w, device=boxes.device, dtype=boxes.dtype) + 0.5) / w).view(1, w) / frame_fraction[:, 1:]
     return ys.view(b, 1, 1, h), xs.view(b, 1, 1, w)
@@ -74,11 +79,8 @@ def _covering(boxes: Tensor, present: Tensor, grid_hw, frame_fraction) -> tuple[
 
 def _overlapping(boxes: Tensor, present: Tensor, grid_hw, frame_fraction, min_overlap: float) -> Tensor:
     """``(B, T, P, h, w)``: visible box p and the patch share at least ``min_overlap`` of the smaller one's area."""
-    b = boxes.shape[0]
     h, w = grid_hw
-    if frame_fraction is None:
-        frame_fraction = boxes.new_ones(b, 2)
-    frame_fraction = frame_fraction.to(boxes.device, boxes.dtype)
+    frame_fraction = _frame_share(boxes, frame_fraction)
     edges_y = (torch.arange(h + 1, device=boxes.device, dtype=boxes.dtype) / h).view(1, -1) / frame_fraction[:, :1]
     edges_x = (torch.arange(w + 1, device=boxes.device, dtype=boxes.dtype) / w).view(1, -1) / frame_fraction[:, 1:]
     cx, cy, bw, bh = (v.unsqueeze(-1) for v in boxes.unbind(-1))  # (B, T, P, 1)

@@ -104,8 +104,8 @@ def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=
             if step >= steps:
                 break
     tower.eval()
-    return {"steps": steps, "lr": lr, "min_overlap": min_overlap, "vocabulary": vocabulary, "seconds": round(time.perf_counter() - start, 1),
-            "final": last}
+    return {"steps": steps, "lr": lr, "min_overlap": min_overlap, "vocabulary": vocabulary,
+            "seconds": round(time.perf_counter() - start, 1), "final": last}
 
 
 def main(argv: list[str] | None = None) -> dict:

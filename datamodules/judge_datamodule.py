@@ -26,7 +26,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from core.paths import DATA_DIR
-from datamodules.judge_data import CaptionSource
+from datamodules.judge_data import CaptionSource, substituted_spans
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test")
@@ -299,7 +299,10 @@ class JudgeDataset(Dataset):
             return sample
         if self.with_answer and row.get("score") is not None:
             answer = format_judge_answer(row["score"], row["explanation"])
-        sample = self.prompter.encode(frames, row["caption"], answer=answer, sampled_fps=sampled_fps)
+        # which caption words the corruption changed, when the row records it (the judge's error head)
+        spans = substituted_spans(row) if self.with_answer else None
+        sample = self.prompter.encode(frames, row["caption"], answer=answer, sampled_fps=sampled_fps,
+                                      error_spans=spans)
         human = row.get("human_scores")
         sample.update(key=row["key"], caption=row["caption"],
                       score=float(row["score"]) if row.get("score") is not None else float("nan"),

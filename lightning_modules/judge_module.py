@@ -81,13 +81,24 @@ class JudgeModule(L.LightningModule):
     Args:
         model_path / tiny / adapter_path / lora / template / max_pixels / min_pixels / vision_checkpoint /
             train_vision /
-            train_merger / train_embeddings / dtype / gradient_checkpointing / seed: see
+            train_merger / train_embeddings / train_language_model / dtype / gradient_checkpointing / seed: see
             :class:`models.judge.VCInspectorJudge`.
         max_new_tokens: answer length bound at validation / test.
         adapter_dir: where to save the LoRA adapter on its own when fitting ends (None = don't).
         checkpoint_trainable_only: keep only trainable weights (the adapter) in Lightning checkpoints,
             so a 3B judge's checkpoint is megabytes; the frozen base is reloaded from ``model_path``.
         answers_file: at test, write every answer (key, caption, target, parsed score, error) as JSONL.
+        error_detection_weight: weight of an auxiliary loss (0 = off, the paper's recipe): a linear head
+            on the language model's hidden states (``error_layer``) flags the caption tokens the
+            corruption changed (``substitutions`` of the generated rows). Dense, per-word supervision
+            that makes a randomly initialised toy judge compare the caption with the clip; a
+            pre-trained Qwen2.5-VL does not need it.
+        error_layer: which entry of the language model's ``hidden_states`` the head reads (-1 the
+            last, -2 the one before). An earlier layer leaves the layers above it to gather the
+            flags into the score line.
+        score_token_weight: weight of the answer's first token, the score digit, in the answer loss
+            (1 = the paper's plain mean over answer tokens). Otherwise one token among ~40 of the
+            template explanation, it carries the whole ranking.
         torch_threads: intra-op CPU threads (``torch.set_num_threads``) set at setup. A toy judge on
             a shared 2-core CPU runs several times faster on one thread (no thread synchronisation),
             with the data worker on the other core; None leaves torch's default.
@@ -108,6 +119,7 @@ class JudgeModule(L.LightningModule):
         train_vision: bool = False,
         train_merger: bool = False,
         train_embeddings: bool = False,
+        train_language_model: bool = False,
         dtype: str = "float32",
         gradient_checkpointing: bool = False,
         seed: int = 0,
@@ -116,6 +128,9 @@ class JudgeModule(L.LightningModule):
         checkpoint_trainable_only: bool = False,
         answers_file: str | None = None,
         torch_threads: int | None = None,
+        error_detection_weight: float = 0.0,
+        error_layer: int = -1,
+        score_token_weight: float = 1.0,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
     ):
@@ -129,8 +144,10 @@ class JudgeModule(L.LightningModule):
             model_path=model_path, tiny=tiny, adapter_path=adapter_path, lora=lora, template=template,
             max_pixels=max_pixels, min_pixels=min_pixels, vision_checkpoint=vision_checkpoint,
             train_vision=train_vision,
-            train_merger=train_merger, train_embeddings=train_embeddings, dtype=dtype,
-            gradient_checkpointing=gradient_checkpointing, seed=seed)
+            train_merger=train_merger, train_embeddings=train_embeddings,
+            train_language_model=train_language_model, dtype=dtype,
+            gradient_checkpointing=gradient_checkpointing, seed=seed, error_head=error_detection_weight > 0,
+            error_layer=error_layer)
         self.prompter = self.judge.prompter
         self.strict_loading = not checkpoint_trainable_only
         self.correlations = torch.nn.ModuleDict({
@@ -156,8 +173,15 @@ class JudgeModule(L.LightningModule):
     def training_step(self, batch: dict[str, Any], batch_idx: int):
         if not batch["keys"]:
             return None  # every clip of the batch failed to decode
-        loss = self.judge(batch)
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["keys"]))
+        bs = len(batch["keys"])
+        losses = self.judge.losses(batch, score_weight=self.hparams.score_token_weight)
+        loss = losses["answer"]
+        if "error" in losses:
+            loss = loss + self.hparams.error_detection_weight * losses["error"]
+            self.log("train/answer_loss", losses["answer"], batch_size=bs)
+            self.log("train/error_loss", losses["error"], batch_size=bs)
+            self.log("train/error_accuracy", losses["error_accuracy"], prog_bar=True, batch_size=bs)
+        self.log("train/loss", loss, prog_bar=True, batch_size=bs)
         return loss
 
     def on_train_end(self) -> None:
@@ -175,7 +199,10 @@ class JudgeModule(L.LightningModule):
             return None
         bs = len(batch["keys"])
         if "labels" in batch:
-            self.log(f"{stage}/loss", self.judge(batch), batch_size=bs, sync_dist=True)
+            losses = self.judge.losses(batch)
+            self.log(f"{stage}/loss", losses["answer"], batch_size=bs, sync_dist=True)
+            if "error_accuracy" in losses:
+                self.log(f"{stage}/error_accuracy", losses["error_accuracy"], batch_size=bs, sync_dist=True)
         answers = [parse_judge_answer(text) for text in self.judge.generate(batch, self.max_new_tokens)]
         predicted = torch.tensor([math.nan if a.score is None else float(a.score) for a in answers], dtype=torch.float64)
         self.correlations[f"{stage}_generated"].update(predicted, batch["scores"])

@@ -234,14 +234,18 @@ class JudgePrompter:
         return int(grid_thw.prod()) // int(self.video_processor.merge_size) ** 2
 
     def encode(self, frames: np.ndarray | Tensor, caption: str, answer: str | None = None,
-               sampled_fps: float | None = None, task: str = "judge") -> dict[str, Any]:
+               sampled_fps: float | None = None, task: str = "judge",
+               error_spans: Sequence[tuple[int, int]] | None = None) -> dict[str, Any]:
         """One sample: prompt ids, answer ids (loss only there) and the video's patches.
 
         ``task="describe"`` asks for a description of the video instead (the caption is then not
-        in the prompt; pass it as the answer to train on it)."""
+        in the prompt; pass it as the answer to train on it). ``error_spans`` (character spans of
+        ``caption`` that are wrong, ``[]`` for a correct caption) adds ``error_labels``: per prompt
+        token 1 inside a span, 0 elsewhere in the caption, -100 outside it."""
         pixels, grid = self.encode_video(frames)
-        prompt = self.tokenizer(self.prompt_text(caption, self.num_video_tokens(grid), task),
-                                add_special_tokens=False)["input_ids"]
+        text = self.prompt_text(caption, self.num_video_tokens(grid), task)
+        encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=error_spans is not None)
+        prompt = encoded["input_ids"]
         sample = {"prompt_ids": torch.tensor(prompt, dtype=torch.long), "pixel_values_videos": pixels,
                   "video_grid_thw": grid,
                   # seconds per temporal patch: M-RoPE spaces video time positions by it
@@ -249,7 +253,36 @@ class JudgePrompter:
         if answer is not None:
             ids = self.tokenizer(answer + self.end_token, add_special_tokens=False)["input_ids"]
             sample["answer_ids"] = torch.tensor(ids, dtype=torch.long)
+        if error_spans is not None:
+            if task != "judge":
+                raise ValueError("error_spans label the caption of a judge prompt, not a describe prompt")
+            sample["error_labels"] = self.error_labels(text, caption, encoded["offset_mapping"], error_spans)
         return sample
+
+    @staticmethod
+    def error_labels(text: str, caption: str, offsets: Sequence[tuple[int, int]],
+                     error_spans: Sequence[tuple[int, int]]) -> Tensor:
+        """Per-token labels of the caption in ``text``: 1 on a token overlapping a wrong span, else 0; -100 off it."""
+        marked = f"<caption>{caption}</caption>"
+        at = text.find(marked)
+        if at < 0:
+            raise ValueError("the prompt does not hold the caption between <caption> tags")
+        begin = at + len("<caption>")
+        bounds = torch.tensor(offsets, dtype=torch.long).view(-1, 2)
+        spans = torch.tensor([(begin + a, begin + b) for a, b in error_spans], dtype=torch.long).view(-1, 2)
+        if len(spans) and (bool((spans[:, 0] >= spans[:, 1]).any()) or int(spans.max()) > begin + len(caption)
+                           or int(spans.min()) < begin):
+            raise ValueError(f"error spans {list(error_spans)} do not lie inside the caption ({len(caption)} chars)")
+
+        def overlaps(lo: Tensor, hi: Tensor) -> Tensor:  # tokens (N,) x ranges (M,) -> (N,)
+            hits = (bounds[:, :1] < hi.view(1, -1)) & (bounds[:, 1:] > lo.view(1, -1))
+            return hits.any(dim=1)
+
+        labels = torch.full((len(bounds),), IGNORE_INDEX, dtype=torch.long)
+        labels[overlaps(torch.tensor([begin]), torch.tensor([begin + len(caption)]))] = 0
+        if len(spans):
+            labels[overlaps(spans[:, 0], spans[:, 1])] = 1
+        return labels
 
     def collate(self, samples: Sequence[dict[str, Any]]) -> dict[str, Tensor]:
         """Right-padded prompt+answer (training) and left-padded prompts (generation)."""
@@ -277,6 +310,12 @@ class JudgePrompter:
                 mask[i, :len(f)] = 1
                 labels[i, len(s["prompt_ids"]):len(f)] = s["answer_ids"]  # loss on the answer tokens only
             out.update(input_ids=ids, attention_mask=mask, labels=labels, mm_token_type_ids=self.token_types(ids))
+            if any("error_labels" in s for s in samples):  # aligned with input_ids; -100 where a sample has none
+                errors = torch.full((len(samples), width), IGNORE_INDEX, dtype=torch.long)
+                for i, s in enumerate(samples):
+                    if "error_labels" in s:
+                        errors[i, :len(s["error_labels"])] = s["error_labels"]
+                out["error_labels"] = errors
         return out
 
     def token_types(self, ids: Tensor) -> Tensor:
@@ -331,8 +370,13 @@ class VCInspectorJudge(nn.Module):
         train_merger: unfreeze the merger, the vision-language projector (likewise).
         train_embeddings: unfreeze the token embeddings and output layer (likewise: a random toy
             model has no vocabulary knowledge for LoRA to adapt).
+        train_language_model: unfreeze the whole language model next to the adapter (likewise: a
+            random toy model has no pre-trained abilities for a low-rank update to steer).
         dtype: parameter dtype of the base model ("bfloat16" on GPUs).
         seed: initialisation seed of the toy model (the same seed gives the same weights).
+        error_head: add a linear head on the language model's hidden states that flags the caption
+            tokens a corruption changed (:meth:`losses`; a training aid for the toy judge).
+        error_layer: the entry of ``hidden_states`` the head reads (-1: the last layer's output).
     """
 
     def __init__(self, model_path: str | None = None, tiny: dict | None = None, adapter_path: str | None = None,
@@ -340,8 +384,10 @@ class VCInspectorJudge(nn.Module):
                  min_pixels: int = 56 * 56, vision_checkpoint: str | None = None, train_vision: bool = False,
                  train_merger: bool = False,
                  train_embeddings: bool = False,
+                 train_language_model: bool = False,
                  dtype: str = "float32",
-                 gradient_checkpointing: bool = False, seed: int = 0):
+                 gradient_checkpointing: bool = False, seed: int = 0, error_head: bool = False,
+                 error_layer: int = -1):
         super().__init__()
         from transformers import Qwen2_5_VLForConditionalGeneration
 
@@ -384,6 +430,19 @@ class VCInspectorJudge(nn.Module):
         if train_embeddings:
             self.base_model.get_input_embeddings().requires_grad_(True)
             self.base_model.get_output_embeddings().requires_grad_(True)
+        if train_language_model:
+            self.base_model.model.language_model.requires_grad_(True)
+        self.error_head = None
+        self.error_layer = int(error_layer)
+        layers = int(self.base_model.config.text_config.num_hidden_layers)
+        if not -(layers + 1) <= self.error_layer <= layers:
+            raise ValueError(f"error_layer {error_layer} is not an entry of hidden_states "
+                             f"({layers + 1} entries: the embeddings, then {layers} layers)")
+        if error_head:
+            hidden = int(self.base_model.config.text_config.hidden_size)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed + 1)
+                self.error_head = nn.Linear(hidden, 1).to(torch_dtype)
 
     @staticmethod
     def _with_adapter(base: nn.Module, lora: dict | None, adapter_path: str | None) -> nn.Module:
@@ -438,13 +497,39 @@ class VCInspectorJudge(nn.Module):
     # -- compute
     def forward(self, batch: dict[str, Tensor]) -> Tensor:
         """Mean cross-entropy over the answer tokens (labels are -100 elsewhere)."""
+        return self.losses(batch, with_errors=False)["answer"]
+
+    def losses(self, batch: dict[str, Tensor], with_errors: bool = True, score_weight: float = 1.0) -> dict[str, Tensor]:
+        """``answer``: the answer cross-entropy, with the first answer token (the score line) weighted
+        ``score_weight`` against 1 for the others; with the error head and ``error_labels`` in the batch
+        also ``error`` (mean binary cross-entropy over the labelled caption tokens) and
+        ``error_accuracy``."""
+        wants_errors = with_errors and self.error_head is not None and "error_labels" in batch
         out = self.model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"],
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+            labels=batch["labels"] if score_weight == 1.0 else None,
             pixel_values_videos=batch["pixel_values_videos"], video_grid_thw=batch["video_grid_thw"],
             second_per_grid_ts=batch["second_per_grid_ts"], mm_token_type_ids=batch["mm_token_type_ids"],
-            use_cache=False,
+            use_cache=False, output_hidden_states=wants_errors,
         )
-        return out.loss
+        if score_weight == 1.0:
+            result = {"answer": out.loss}
+        else:  # the first answer token (the score line) weighs score_weight, the others 1
+            labels = batch["labels"][:, 1:]
+            keep = labels != IGNORE_INDEX
+            ce = nn.functional.cross_entropy(out.logits[:, :-1][keep].float(), labels[keep], reduction="none")
+            first = keep & (keep.cumsum(1) == 1)
+            weights = torch.where(first[keep], score_weight, 1.0)
+            result = {"answer": (ce * weights).sum() / weights.sum()}
+        if wants_errors:
+            labels = batch["error_labels"]
+            keep = labels != IGNORE_INDEX
+            if bool(keep.any()):
+                logits = self.error_head(out.hidden_states[self.error_layer][keep]).squeeze(-1).float()
+                target = labels[keep].float()
+                result["error"] = nn.functional.binary_cross_entropy_with_logits(logits, target)
+                result["error_accuracy"] = ((logits > 0).float() == target).float().mean().detach()
+        return result
 
     @torch.no_grad()
     def generate(self, batch: dict[str, Tensor], max_new_tokens: int = 64) -> list[str]:

@@ -12,7 +12,11 @@ Kendall tau-b between the validation scores and the mean flag of each caption.
     python scripts/judge_feature_probe.py --config configs/judge_demo.yaml --clips 2000 --steps 1500
 
 A verifier that ranks the corruptions while the judge does not points at the language model; a
-verifier at chance points at the features (``--vision`` compares towers).
+verifier at chance points at the features (``--vision`` compares towers). ``--verifier judge``
+trains a fresh copy of the toy judge's own Qwen2.5-VL language model instead (RMSNorm, SwiGLU,
+grouped-query attention, its initialisation, 3-D M-RoPE positions of the video tokens), with the
+same head and labels: it tells whether that architecture can learn the comparison at all, and
+from how many examples.
 """
 from __future__ import annotations
 
@@ -52,8 +56,8 @@ class FeatureVerifier(nn.Module):
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.head = nn.Linear(dim, 1)
 
-    def forward(self, video: Tensor, ids: Tensor, padding: Tensor) -> Tensor:
-        """``video (B, N, F)``, ``ids`` / ``padding (B, L)`` -> logits ``(B, L)``."""
+    def forward(self, video: Tensor, ids: Tensor, padding: Tensor, layout=None) -> Tensor:
+        """``video (B, N, F)``, ``ids`` / ``padding (B, L)`` -> logits ``(B, L)`` (``layout`` unused)."""
         n, length = video.shape[1], ids.shape[1]
         if n > len(self.video_pos) or length > len(self.text_pos):
             raise ValueError(f"{n} video / {length} caption tokens exceed the verifier's positions")
@@ -61,6 +65,39 @@ class FeatureVerifier(nn.Module):
         causal = torch.triu(torch.ones(n + length, n + length, dtype=torch.bool, device=x.device), 1)
         pad = torch.cat([torch.zeros_like(padding[:, :1]).expand(-1, n), padding], 1)
         return self.head(self.encoder(x, mask=causal, src_key_padding_mask=pad)[:, n:]).squeeze(-1)
+
+
+class JudgeLMVerifier(nn.Module):
+    """The judge's Qwen2.5-VL language model (a fresh, randomly initialised copy, all weights
+    trained) reading the video tokens then the caption, with M-RoPE positions as in the judge,
+    and the same per-caption-token "changed" logit."""
+
+    def __init__(self, judge, seed: int = 0):
+        super().__init__()
+        from transformers.models.qwen2_5_vl.modeling_qwen2_5_vl import Qwen2_5_VLTextModel
+
+        base = judge.base_model
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.language_model = Qwen2_5_VLTextModel(base.config.text_config)
+        self._positions = base.model.get_rope_index  # uses the config only, no weights
+        self.video_token_id = judge.prompter.video_token_id
+        self.head = nn.Linear(base.config.text_config.hidden_size, 1)
+
+    def forward(self, video: Tensor, ids: Tensor, padding: Tensor, layout: tuple[Tensor, Tensor]) -> Tensor:
+        """``video (B, N, D)``, ``ids`` / ``padding (B, L)``, ``layout``: the clips' ``video_grid_thw (B, 3)``
+        and seconds per temporal patch ``(B,)`` -> logits ``(B, L)``."""
+        b, n = video.shape[:2]
+        grid, seconds = layout
+        embeds = torch.cat([video, self.language_model.embed_tokens(ids)], 1)
+        mask = torch.cat([torch.ones(b, n, dtype=torch.long), (~padding).long()], 1)
+        full = torch.cat([torch.full((b, n), self.video_token_id), ids.masked_fill(padding, 0)], 1)
+        types = (full == self.video_token_id).to(torch.int32) * 2
+        positions, _ = self._positions(full, types, video_grid_thw=grid,
+                                       second_per_grid_ts=seconds, attention_mask=mask)
+        states = self.language_model(inputs_embeds=embeds, attention_mask=mask, position_ids=positions,
+                                     use_cache=False).last_hidden_state
+        return self.head(states[:, n:]).squeeze(-1)
 
 
 def token_labels(row: dict, tokenizer) -> tuple[list[int], list[int], list[int]] | None:
@@ -83,52 +120,56 @@ def token_labels(row: dict, tokenizer) -> tuple[list[int], list[int], list[int]]
     return list(encoded["input_ids"]), labels, kinds
 
 
-def clip_tokens(rows: list[dict], dataset, judge, limit: int | None) -> dict[str, Tensor]:
-    """Frozen vision tokens ``(N, F)`` of the first ``limit`` distinct clips of ``rows``."""
+def clip_tokens(rows: list[dict], dataset, judge, limit: int | None) -> dict[str, tuple[Tensor, Tensor, float]]:
+    """Frozen vision tokens ``(N, F)``, grid ``(3,)`` and seconds per temporal patch (as the judge's
+    prompter sets them) of the first ``limit`` distinct clips of ``rows``."""
     tower, prompter = judge.vision_tower().eval(), judge.prompter
     first: dict[str, dict] = {}
     for row in rows:
         first.setdefault(row["video"], row)
     out = {}
     for video in sorted(first)[:limit]:
-        frames, _ = dataset.clip_frames(first[video])
+        frames, fps = dataset.clip_frames(first[video])
         pixels, grid = prompter.encode_video(frames)
         with torch.no_grad():
-            out[video] = tower(pixels, grid_thw=grid[None]).pooler_output
+            seconds = prompter.temporal_patch_size / fps if fps else 1.0
+            out[video] = (tower(pixels, grid_thw=grid[None]).pooler_output, grid, float(seconds))
     return out
 
 
-def examples(rows: list[dict], features: dict[str, Tensor], tokenizer) -> list[tuple]:
+def examples(rows: list[dict], features: dict[str, tuple[Tensor, Tensor, float]], tokenizer) -> list[tuple]:
     out = []
     for row in rows:
         if row["video"] not in features:
             continue
         labelled = token_labels(row, tokenizer)
         if labelled is not None:
-            out.append((features[row["video"]], *(torch.tensor(v) for v in labelled), float(row["score"])))
+            tokens, grid, seconds = features[row["video"]]
+            out.append((tokens, *(torch.tensor(v) for v in labelled), float(row["score"]), grid, seconds))
     return out
 
 
-def collate(items: list[tuple]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def collate(items: list[tuple]) -> tuple[Tensor, Tensor, Tensor, Tensor, tuple[Tensor, Tensor]]:
     width = max(len(item[1]) for item in items)
     ids = torch.zeros(len(items), width, dtype=torch.long)
     labels = torch.full((len(items), width), -1.0)
     kinds = torch.full((len(items), width), -1, dtype=torch.long)
-    for i, (_, token_ids, label, kind, _) in enumerate(items):
+    for i, (_, token_ids, label, kind, *_) in enumerate(items):
         ids[i, :len(token_ids)], labels[i, :len(label)], kinds[i, :len(kind)] = token_ids, label.float(), kind
-    return torch.stack([item[0] for item in items]), ids, labels, kinds
+    layout = (torch.stack([item[5] for item in items]), torch.tensor([item[6] for item in items]))
+    return torch.stack([item[0] for item in items]), ids, labels, kinds, layout
 
 
 @torch.no_grad()
-def evaluate(model: FeatureVerifier, items: list[tuple], batch_size: int = 64) -> dict:
+def evaluate(model: nn.Module, items: list[tuple], batch_size: int = 64) -> dict:
     model.eval()
     right = torch.zeros(3)
     total = torch.zeros(3)
     mean_flags = []
     for i in range(0, len(items), batch_size):
-        video, ids, labels, kinds = collate(items[i:i + batch_size])
+        video, ids, labels, kinds, layout = collate(items[i:i + batch_size])
         valid = labels >= 0
-        logits = model(video, ids, ~valid)
+        logits = model(video, ids, ~valid, layout)
         correct = ((logits > 0).float() == labels) & valid
         for k in range(3):
             right[k] += (correct & (kinds == k)).sum()
@@ -150,6 +191,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--vision", default=None, help="vision-tower file (default: the config's vision_checkpoint)")
     parser.add_argument("--clips", type=int, default=2000, help="training clips whose corruptions are used")
     parser.add_argument("--val-clips", type=int, default=None, help="validation clips (default: all)")
+    parser.add_argument("--verifier", choices=("scratch", "judge"), default="scratch",
+                        help="scratch: a small LayerNorm/GELU transformer; judge: a fresh copy of the judge's "
+                             "own Qwen2.5-VL language model")
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=1e-3)
@@ -178,22 +222,27 @@ def main(argv: list[str] | None = None) -> dict:
     print(json.dumps({"cached_seconds": round(time.perf_counter() - start, 1),
                       **{f"{k}_rows": len(v) for k, v in splits.items()}}), flush=True)
     torch.manual_seed(args.seed)
-    model = FeatureVerifier(splits["train"][0][0].shape[-1], len(tokenizer))
+    if args.verifier == "judge":
+        model = JudgeLMVerifier(judge, seed=args.seed)
+    else:
+        model = FeatureVerifier(splits["train"][0][0].shape[-1], len(tokenizer))
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     rng = np.random.default_rng(args.seed)
     history = []
     for step in range(1, args.steps + 1):
         picked = rng.choice(len(splits["train"]), min(args.batch_size, len(splits["train"])), replace=False)
-        video, ids, labels, _ = collate([splits["train"][i] for i in picked])
+        video, ids, labels, _, layout = collate([splits["train"][i] for i in picked])
         valid = labels >= 0
-        loss = nn.functional.binary_cross_entropy_with_logits(model(video, ids, ~valid)[valid], labels[valid])
+        loss = nn.functional.binary_cross_entropy_with_logits(model(video, ids, ~valid, layout)[valid],
+                                                              labels[valid])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
         if step % args.eval_every == 0 or step == args.steps:
             history.append({"step": step, "train_loss": round(loss.item(), 4), **evaluate(model, splits["val"])})
             print(json.dumps(history[-1]), flush=True)
-    return {"config": args.config, "vision": args.vision, "steps": args.steps, "history": history}
+    return {"config": args.config, "vision": args.vision, "verifier": args.verifier, "steps": args.steps,
+            "history": history}
 
 
 if __name__ == "__main__":

@@ -108,15 +108,25 @@ def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=
             "seconds": round(time.perf_counter() - start, 1), "final": last}
 
 
+def _overlap(text: str) -> float | None:
+    if text.strip().lower() in ("centre", "center"):
+        return None
+    value = float(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"--min-overlap must lie in (0, 1] or be 'centre', got {text}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=str(ROOT / "configs" / "judge_demo.yaml"))
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--min-overlap", type=float, default=None,
-                        help="a token names an object sharing this fraction of the smaller area (default: "
-                             "the object's box must hold the token's centre)")
+    parser.add_argument("--min-overlap", type=_overlap, default=0.5,
+                        help="a token names every object sharing this fraction of the smaller of (token, "
+                             "object); 'centre': only objects whose box holds the token's centre (objects "
+                             "smaller than a token are then often named by none)")
     parser.add_argument("--out", default=str(ROOT / "data" / "judge_towers"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--synthetic-root", default=None, help="the grounded synthetic data (default: the config's)")

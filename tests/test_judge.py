@@ -171,6 +171,113 @@ def test_prompter_describe_task_answers_with_the_caption_and_hides_it_from_the_p
         p.encode(_frames(0), caption, task="caption")
 
 
+def test_prompter_error_labels_mark_the_wrong_caption_tokens(judge):
+    p = judge.prompter
+    caption = "a white square stays still, then a red circle moves up."
+    wrong = [(2, 14), (46, 54)]  # "white square", "moves up"
+    sample = p.encode(_frames(0), caption, format_judge_answer(3, EXPLANATION), error_spans=wrong)
+    labels, ids = sample["error_labels"], sample["prompt_ids"]
+    assert labels.shape == ids.shape
+    labelled = ids[labels != IGNORE_INDEX]
+    assert p.decode(labelled).strip().startswith(caption)  # the caption's tokens, nothing before it
+    flagged = p.decode(ids[labels == 1])
+    assert flagged.replace(" ", "") == "whitesquaremovesup"
+    # each flagged run of tokens decodes to one span (with the token's leading space)
+    runs, current = [], []
+    for token, label in zip(ids.tolist(), labels.tolist()):
+        if label == 1:
+            current.append(token)
+        elif current:
+            runs.append(p.decode(torch.tensor(current)).strip())
+            current = []
+    assert runs == ["white square", "moves up"]
+    correct = p.encode(_frames(0), caption, error_spans=[])["error_labels"]
+    assert set(correct.tolist()) == {IGNORE_INDEX, 0} and (correct != IGNORE_INDEX).sum() == len(labelled)
+    with pytest.raises(ValueError, match="do not lie inside the caption"):
+        p.encode(_frames(0), caption, error_spans=[(40, 90)])
+    # collate: aligned with input_ids; the answer, padding and unlabelled samples are -100
+    other = p.encode(_frames(1), "a cross.", format_judge_answer(5, "ok"))
+    batch = p.collate([sample, other])
+    n = len(ids)
+    assert batch["error_labels"][0, :n].tolist() == labels.tolist()
+    assert (batch["error_labels"][0, n:] == IGNORE_INDEX).all() and (batch["error_labels"][1] == IGNORE_INDEX).all()
+    assert batch["input_ids"][0, :n].tolist() == ids.tolist()
+
+
+def test_error_head_loss_is_binary_cross_entropy_over_labelled_caption_tokens():
+    judge = VCInspectorJudge(tiny=TINY, lora={"r": 4, "alpha": 8, "dropout": 0.0}, max_pixels=56 * 56,
+                             min_pixels=28 * 28, seed=3, error_head=True)
+    p = judge.prompter
+    samples = [p.encode(_frames(0), "a white square moves up.", format_judge_answer(3, EXPLANATION),
+                        error_spans=[(2, 14)]),
+               p.encode(_frames(1), "a red circle stays still.", format_judge_answer(5, "ok"), error_spans=[])]
+    batch = p.collate(samples)
+    losses = judge.losses(batch)
+    assert losses["answer"].item() == pytest.approx(judge(batch).item(), abs=1e-6)
+    with torch.no_grad():  # independent: per token, -log sigmoid(+-logit) from the last layer's states
+        out = judge.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                          pixel_values_videos=batch["pixel_values_videos"], video_grid_thw=batch["video_grid_thw"],
+                          second_per_grid_ts=batch["second_per_grid_ts"],
+                          mm_token_type_ids=batch["mm_token_type_ids"], output_hidden_states=True)
+        terms, right = [], []
+        for i in range(2):
+            for j, label in enumerate(batch["error_labels"][i].tolist()):
+                if label == IGNORE_INDEX:
+                    continue
+                logit = float(out.hidden_states[-1][i, j] @ judge.error_head.weight[0] + judge.error_head.bias[0])
+                terms.append(math.log1p(math.exp(-logit)) if label == 1 else math.log1p(math.exp(logit)))
+                right.append((logit > 0) == (label == 1))
+    assert losses["error"].item() == pytest.approx(sum(terms) / len(terms), rel=1e-5)
+    assert losses["error_accuracy"].item() == pytest.approx(sum(right) / len(right))
+    losses["error"].backward()
+    assert judge.error_head.weight.grad is not None and judge.error_head.weight.grad.abs().sum() > 0
+    lora_grads = [q.grad for n, q in judge.named_parameters() if "lora_B" in n]
+    assert lora_grads and all(g is not None for g in lora_grads)  # it trains the language model's adapter
+    plain = VCInspectorJudge(tiny=TINY, lora={"r": 4, "alpha": 8, "dropout": 0.0}, max_pixels=56 * 56,
+                             min_pixels=28 * 28, seed=3)
+    assert set(plain.losses(batch)) == {"answer"}  # no head: the paper's answer loss only
+
+
+
+def test_score_token_weight_reweights_only_the_first_answer_token_and_error_layer_picks_the_states():
+    tiny = {**TINY, "num_layers": 2}
+    judge = VCInspectorJudge(tiny=tiny, lora={"r": 4, "alpha": 8, "dropout": 0.0}, max_pixels=56 * 56,
+                             min_pixels=28 * 28, seed=4, error_head=True, error_layer=-2)
+    p = judge.prompter
+    batch = p.collate([p.encode(_frames(0), "a white square moves up.", format_judge_answer(3, EXPLANATION),
+                                error_spans=[(2, 14)]),
+                       p.encode(_frames(1), "a red circle.", format_judge_answer(5, "fine"), error_spans=[])])
+    with torch.no_grad():
+        plain, weighted = judge.losses(batch), judge.losses(batch, score_weight=4.0)
+        out = judge.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                          pixel_values_videos=batch["pixel_values_videos"], video_grid_thw=batch["video_grid_thw"],
+                          second_per_grid_ts=batch["second_per_grid_ts"],
+                          mm_token_type_ids=batch["mm_token_type_ids"], output_hidden_states=True)
+    # independent: token by token, -log softmax at the previous position; the score digit is the
+    # first labelled token of each row and weighs 4, every other answer token 1
+    total, weight, errors = 0.0, 0.0, []
+    for i in range(2):
+        first = True
+        for j in range(1, batch["labels"].shape[1]):
+            target = int(batch["labels"][i, j])
+            if target == IGNORE_INDEX:
+                continue
+            nll = float(-torch.log_softmax(out.logits[i, j - 1].double(), -1)[target])
+            w = 4.0 if first else 1.0
+            if first:
+                assert p.decode(torch.tensor([target])) in "12345"  # the score line comes first
+            first = False
+            total, weight = total + w * nll, weight + w
+        for j, label in enumerate(batch["error_labels"][i].tolist()):
+            if label != IGNORE_INDEX:  # the head reads the second-to-last entry of hidden_states
+                logit = float(out.hidden_states[-2][i, j] @ judge.error_head.weight[0] + judge.error_head.bias[0])
+                errors.append(math.log1p(math.exp(-logit)) if label == 1 else math.log1p(math.exp(logit)))
+    assert weighted["answer"].item() == pytest.approx(total / weight, rel=1e-5)
+    assert plain["answer"].item() != pytest.approx(weighted["answer"].item(), rel=1e-4)
+    assert plain["error"].item() == pytest.approx(sum(errors) / len(errors), rel=1e-5)
+    with pytest.raises(ValueError, match="error_layer 3 is not an entry of hidden_states"):
+        VCInspectorJudge(tiny=tiny, max_pixels=56 * 56, min_pixels=28 * 28, error_head=True, error_layer=3)
+
 def test_lora_adapter_save_load_round_trip(tmp_path, judge):
     batch = judge.prompter.collate([judge.prompter.encode(_frames(2), "a blue square stays still.",
                                                           format_judge_answer(2, EXPLANATION))])
@@ -281,6 +388,7 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
         "model": {"class_path": "lightning_modules.judge_module.JudgeModule",
                   "init_args": {"tiny": TINY, "lora": {"r": 4, "alpha": 8, "dropout": 0.05},
                                 "max_pixels": 3136, "min_pixels": 784, "max_new_tokens": 4, "torch_threads": 1,
+                                "error_detection_weight": 0.5,
                                 "adapter_dir": str(tmp_path / "adapter"),
                                 "answers_file": str(tmp_path / "answers.jsonl")}},
         "data": {"class_path": "datamodules.judge_datamodule.JudgeDataModule",
@@ -296,6 +404,10 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
     path.write_text(json.dumps(config))
     fit = cli_main(["fit", "--config", str(path)])
     assert fit.trainer.global_step == 4
+    logged = fit.trainer.callback_metrics  # the auxiliary error loss is added with its weight
+    assert logged["train/loss"].item() == pytest.approx(
+        logged["train/answer_loss"].item() + 0.5 * logged["train/error_loss"].item(), rel=1e-5)
+    assert 0.0 <= logged["train/error_accuracy"].item() <= 1.0
     assert (tmp_path / "adapter" / "adapter_config.json").exists()
     test = cli_main(["test", "--config", str(path), f"--ckpt_path={tmp_path / 'ckpt' / 'last.ckpt'}"])
     metrics = test.trainer.callback_metrics
@@ -325,6 +437,34 @@ def test_feature_verifier_is_causal_over_the_caption():
         model(torch.randn(1, 300, 8), ids[:1], padding[:1])
 
 
+
+def test_judge_lm_verifier_is_causal_reads_the_video_and_uses_3d_positions():
+    from scripts.judge_feature_probe import JudgeLMVerifier
+
+    judge = VCInspectorJudge(tiny={**TINY, "num_layers": 2}, max_pixels=56 * 56, min_pixels=28 * 28, seed=1)
+    model = JudgeLMVerifier(judge, seed=0).eval()
+    # its own fresh language model, not the judge's (training it leaves the judge untouched)
+    assert not any(q is r for q in model.parameters() for r in judge.parameters())
+    grid = torch.tensor([[2, 4, 4], [2, 4, 4]])  # 2 x 2 x 2 = 8 merged video tokens per clip
+    layout = (grid, torch.tensor([2.0, 2.0]))
+    torch.manual_seed(0)
+    video = torch.randn(2, 8, 32)
+    ids = torch.randint(5, 200, (2, 6))
+    padding = torch.zeros(2, 6, dtype=torch.bool)
+    padding[1, 4:] = True
+    with torch.no_grad():
+        base = model(video, ids, padding, layout)
+        changed = ids.clone()
+        changed[:, 3] += 1
+        after = model(video, changed, padding, layout)
+        assert torch.allclose(base[:, :3], after[:, :3], atol=1e-5) and not torch.allclose(base[:, 3:], after[:, 3:])
+        assert not torch.allclose(base, model(torch.randn(2, 8, 32), ids, padding, layout))  # it reads the video
+        # the video tokens' rotary positions follow the grid: a longer time step moves them apart
+        assert not torch.allclose(base, model(video, ids, padding, (grid, torch.tensor([6.0, 6.0]))), atol=1e-5)
+        # padding after a caption changes nothing before it
+        shorter = model(video[1:], ids[1:, :4], padding[1:, :4], (grid[1:], layout[1][1:]))
+        assert torch.allclose(base[1:, :4], shorter, atol=1e-5)
+
 def test_feature_probe_token_labels_by_kind():
     from scripts.judge_feature_probe import token_labels
 
@@ -342,7 +482,8 @@ def test_feature_probe_token_labels_by_kind():
 
 
 @pytest.mark.slow
-def test_feature_probe_runs_on_the_judge_config(tiny_synthetic_root, tmp_path):
+@pytest.mark.parametrize("verifier", ["scratch", "judge"])
+def test_feature_probe_runs_on_the_judge_config(tiny_synthetic_root, tmp_path, verifier):
     from scripts.judge_feature_probe import main
     from tests.conftest import ROOT
 
@@ -354,8 +495,8 @@ def test_feature_probe_runs_on_the_judge_config(tiny_synthetic_root, tmp_path):
                  "--data.init_args.generate_from={" + ", ".join(
                      f"{s}: {tiny_synthetic_root / 'annotations' / f'{s}.json'}" for s in ("train", "val", "test")) + "}"]
     report = main(["--config", str(ROOT / "configs" / "judge_demo.yaml"), "--steps", "3", "--eval-every", "2",
-                   "--batch-size", "4", "--", *overrides])
-    assert [h["step"] for h in report["history"]] == [2, 3]
+                   "--batch-size", "4", "--verifier", verifier, "--", *overrides])
+    assert report["verifier"] == verifier and [h["step"] for h in report["history"]] == [2, 3]
     last = report["history"][-1]
     assert 0.0 <= last["token_accuracy"] <= 1.0 and 0.0 < last["base_rate_unchanged"] <= 1.0
     assert set(last) >= {"accuracy_unchanged", "accuracy_object", "accuracy_action", "kendall_tau_b", "train_loss"}

@@ -254,3 +254,15 @@ def test_demo_pretrains_towers_again_when_their_recipe_changed(tmp_path):
     assert "box_weight" in stale_towers(tmp_path)
     record.write_text("{not json")
     assert "not valid JSON" in stale_towers(tmp_path)
+
+
+def test_pretrain_judge_vision_overlap_option_parses_centre_and_fractions():
+    import argparse
+
+    from scripts.pretrain_judge_vision import _overlap
+
+    assert _overlap("centre") is None and _overlap("Center") is None  # the box-holds-the-centre rule
+    assert _overlap("0.5") == 0.5 and _overlap("1") == 1.0
+    for bad in ("0", "1.5", "-0.2"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--min-overlap"):
+            _overlap(bad)

@@ -1,8 +1,8 @@
 """Does the judge's vision tower carry what a judge needs? A verifier trained on its frozen tokens.
 
-The toy judge of configs/judge_demo.yaml does not learn to compare a caption with its clip
-(README, "The VC-Inspector judge"). This diagnostic separates the two suspects, the video
-features and the language model. It caches the frozen vision tokens (merger output) of the
+A random toy judge has to learn from the corruptions alone to compare a caption with its clip
+(README, "The VC-Inspector judge"). When it does not, this diagnostic separates the two suspects,
+the video features and the language model. It caches the frozen vision tokens (merger output) of the
 judge's training and validation clips. It then trains a small transformer from scratch that
 reads the tokens and a caption, and flags every caption token a corruption changed, with labels
 from the generator's substitution records (:func:`datamodules.judge_data.substituted_spans`).
@@ -197,6 +197,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--clip", type=float, default=None,
+                        help="clip the gradient norm to this (the judge configs clip at 1.0); default: no clipping")
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
@@ -237,11 +239,13 @@ def main(argv: list[str] | None = None) -> dict:
                                                               labels[valid])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if args.clip:
+            nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         optimizer.step()
         if step % args.eval_every == 0 or step == args.steps:
             history.append({"step": step, "train_loss": round(loss.item(), 4), **evaluate(model, splits["val"])})
             print(json.dumps(history[-1]), flush=True)
-    return {"config": args.config, "vision": args.vision, "verifier": args.verifier, "steps": args.steps,
+    return {"config": args.config, "vision": args.vision, "verifier": args.verifier, "clip": args.clip, "steps": args.steps,
             "history": history}
 
 

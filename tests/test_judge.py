@@ -495,7 +495,7 @@ def test_feature_probe_runs_on_the_judge_config(tiny_synthetic_root, tmp_path, v
                  "--data.init_args.generate_from={" + ", ".join(
                      f"{s}: {tiny_synthetic_root / 'annotations' / f'{s}.json'}" for s in ("train", "val", "test")) + "}"]
     report = main(["--config", str(ROOT / "configs" / "judge_demo.yaml"), "--steps", "3", "--eval-every", "2",
-                   "--batch-size", "4", "--verifier", verifier, "--", *overrides])
+                   "--batch-size", "4", "--verifier", verifier, "--clip", "1.0", "--", *overrides])
     assert report["verifier"] == verifier and [h["step"] for h in report["history"]] == [2, 3]
     last = report["history"][-1]
     assert 0.0 <= last["token_accuracy"] <= 1.0 and 0.0 < last["base_rate_unchanged"] <= 1.0

@@ -18,6 +18,7 @@ from typing import Any
 import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from lightning.pytorch.utilities import rank_zero_warn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
@@ -153,6 +154,7 @@ class JudgeModule(L.LightningModule):
         self.correlations = torch.nn.ModuleDict({
             f"{stage}_{ref}": JudgeCorrelation() for stage in ("val", "test") for ref in ("generated", "human")})
         self._answers: list[dict[str, Any]] = []
+        self._unlabelled_batches = 0  # training batches the error head could not use
 
     def setup(self, stage: str) -> None:
         if self.hparams.torch_threads:
@@ -176,6 +178,14 @@ class JudgeModule(L.LightningModule):
         bs = len(batch["keys"])
         losses = self.judge.losses(batch, score_weight=self.hparams.score_token_weight)
         loss = losses["answer"]
+        if self.hparams.error_detection_weight > 0 and "error" not in losses:
+            self._unlabelled_batches += 1
+            if self._unlabelled_batches == 1:
+                rank_zero_warn(
+                    "error_detection_weight > 0 but this training batch has no caption token to flag: none of its "
+                    "rows' substitution records could be located in the caption (LLM rewrites, human ratings, "
+                    "description samples), so the error head is skipped there; see train/unlabelled_batches")
+            self.log("train/unlabelled_batches", float(self._unlabelled_batches), batch_size=bs)
         if "error" in losses:
             loss = loss + self.hparams.error_detection_weight * losses["error"]
             self.log("train/answer_loss", losses["answer"], batch_size=bs)

@@ -500,3 +500,27 @@ def test_feature_probe_runs_on_the_judge_config(tiny_synthetic_root, tmp_path, v
     last = report["history"][-1]
     assert 0.0 <= last["token_accuracy"] <= 1.0 and 0.0 < last["base_rate_unchanged"] <= 1.0
     assert set(last) >= {"accuracy_unchanged", "accuracy_object", "accuracy_action", "kendall_tau_b", "train_loss"}
+
+
+def test_error_head_warns_once_and_counts_batches_without_labels():
+    from lightning_modules.judge_module import JudgeModule
+
+    module = JudgeModule(tiny=TINY, lora={"r": 4, "alpha": 8, "dropout": 0.0}, max_pixels=56 * 56,
+                         min_pixels=28 * 28, error_detection_weight=1.0)
+    p = module.prompter
+    unlabelled = p.collate([p.encode(_frames(0), "a red circle.", format_judge_answer(4, "fine"))])  # no spans
+    unlabelled["keys"] = ["a"]
+    with pytest.warns(UserWarning, match="no caption token to flag"):
+        loss = module.training_step(unlabelled, 0)
+    assert loss.item() == pytest.approx(module.judge(unlabelled).item(), rel=1e-5)  # the answer loss alone
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module.training_step(unlabelled, 1)
+    assert not [w for w in caught if "no caption token to flag" in str(w.message)]  # once, then only counted
+    assert module._unlabelled_batches == 2
+    labelled = p.collate([p.encode(_frames(1), "a white square.", format_judge_answer(3, "x"), error_spans=[(2, 14)])])
+    labelled["keys"] = ["b"]
+    module.training_step(labelled, 2)
+    assert module._unlabelled_batches == 2

@@ -100,6 +100,10 @@ class JudgeModule(L.LightningModule):
         score_token_weight: weight of the answer's first token, the score digit, in the answer loss
             (1 = the paper's plain mean over answer tokens). Otherwise one token among ~40 of the
             template explanation, it carries the whole ranking.
+        video_feature_cache: reuse the frozen vision tower's tokens of up to this many clips instead of
+            recomputing them each time a clip is drawn (exact: keyed by the clip's pixels; 0 = off). Worth
+            it when clips repeat across epochs and the tower is a fair share of a step (the toy judge:
+            about a sixth); memory is clips x tokens x hidden size.
         torch_threads: intra-op CPU threads (``torch.set_num_threads``) set at setup. A toy judge on
             a shared 2-core CPU runs several times faster on one thread (no thread synchronisation),
             with the data worker on the other core; None leaves torch's default.
@@ -129,6 +133,7 @@ class JudgeModule(L.LightningModule):
         checkpoint_trainable_only: bool = False,
         answers_file: str | None = None,
         torch_threads: int | None = None,
+        video_feature_cache: int = 0,
         error_detection_weight: float = 0.0,
         error_layer: int = -1,
         score_token_weight: float = 1.0,
@@ -148,7 +153,7 @@ class JudgeModule(L.LightningModule):
             train_merger=train_merger, train_embeddings=train_embeddings,
             train_language_model=train_language_model, dtype=dtype,
             gradient_checkpointing=gradient_checkpointing, seed=seed, error_head=error_detection_weight > 0,
-            error_layer=error_layer)
+            error_layer=error_layer, video_feature_cache=video_feature_cache)
         self.prompter = self.judge.prompter
         self.strict_loading = not checkpoint_trainable_only
         self.correlations = torch.nn.ModuleDict({

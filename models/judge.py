@@ -24,6 +24,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from models.video_feature_cache import FrozenVideoFeatureCache, pixel_digest
+
 IGNORE_INDEX = -100
 JUDGE_INSTRUCTION = (
     "<caption>{caption}</caption> You are given a video and a caption describing the video content. Please rate "
@@ -247,7 +249,7 @@ class JudgePrompter:
         encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=error_spans is not None)
         prompt = encoded["input_ids"]
         sample = {"prompt_ids": torch.tensor(prompt, dtype=torch.long), "pixel_values_videos": pixels,
-                  "video_grid_thw": grid,
+                  "video_grid_thw": grid, "video_digest": pixel_digest(pixels),  # the frozen-tower memo's key
                   # seconds per temporal patch: M-RoPE spaces video time positions by it
                   "second_per_grid_ts": float(self.temporal_patch_size / sampled_fps) if sampled_fps else 1.0}
         if answer is not None:
@@ -284,13 +286,16 @@ class JudgePrompter:
             labels[overlaps(spans[:, 0], spans[:, 1])] = 1
         return labels
 
-    def collate(self, samples: Sequence[dict[str, Any]]) -> dict[str, Tensor]:
-        """Right-padded prompt+answer (training) and left-padded prompts (generation)."""
+    def collate(self, samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """Right-padded prompt+answer (training) and left-padded prompts (generation); tensors, and
+        ``video_digests`` (a list of str: the clips' keys for the frozen-tower memo)."""
         out: dict[str, Any] = {
             "pixel_values_videos": torch.cat([s["pixel_values_videos"] for s in samples]),
             "video_grid_thw": torch.stack([s["video_grid_thw"] for s in samples]),
             "second_per_grid_ts": torch.tensor([s["second_per_grid_ts"] for s in samples], dtype=torch.float32),
         }
+        if all("video_digest" in s for s in samples):
+            out["video_digests"] = [s["video_digest"] for s in samples]
         prompts = [s["prompt_ids"] for s in samples]
         width = max(len(p) for p in prompts)
         ids = torch.full((len(samples), width), self.pad_token_id, dtype=torch.long)
@@ -377,6 +382,9 @@ class VCInspectorJudge(nn.Module):
         error_head: add a linear head on the language model's hidden states that flags the caption
             tokens a corruption changed (:meth:`losses`; a training aid for the toy judge).
         error_layer: the entry of ``hidden_states`` the head reads (-1: the last layer's output).
+        video_feature_cache: keep the frozen tower's video tokens of up to this many clips and reuse
+            them when a clip comes again (:class:`models.video_feature_cache.FrozenVideoFeatureCache`;
+            exact, keyed by the clip's pixels); 0 = off. Refused with a trainable tower or merger.
     """
 
     def __init__(self, model_path: str | None = None, tiny: dict | None = None, adapter_path: str | None = None,
@@ -387,7 +395,7 @@ class VCInspectorJudge(nn.Module):
                  train_language_model: bool = False,
                  dtype: str = "float32",
                  gradient_checkpointing: bool = False, seed: int = 0, error_head: bool = False,
-                 error_layer: int = -1):
+                 error_layer: int = -1, video_feature_cache: int = 0):
         super().__init__()
         from transformers import Qwen2_5_VLForConditionalGeneration
 
@@ -432,6 +440,12 @@ class VCInspectorJudge(nn.Module):
             self.base_model.get_output_embeddings().requires_grad_(True)
         if train_language_model:
             self.base_model.model.language_model.requires_grad_(True)
+        self.video_cache = None
+        if video_feature_cache:
+            if train_vision or train_merger:
+                raise ValueError("video_feature_cache reuses the frozen tower's tokens; it cannot be used with "
+                                 "train_vision or train_merger")
+            self.video_cache = FrozenVideoFeatureCache(video_feature_cache)
         self.error_head = None
         self.error_layer = int(error_layer)
         layers = int(self.base_model.config.text_config.num_hidden_layers)
@@ -505,10 +519,16 @@ class VCInspectorJudge(nn.Module):
         also ``error`` (mean binary cross-entropy over the labelled caption tokens) and
         ``error_accuracy``."""
         wants_errors = with_errors and self.error_head is not None and "error_labels" in batch
+        if self.video_cache is None:
+            video = {"pixel_values_videos": batch["pixel_values_videos"]}
+        else:  # the stored tokens of clips seen before, through transformers' precomputed-features input
+            video = {"mm_encoder_outputs": {"video": self.video_cache.features(
+                self.base_model.model, batch["pixel_values_videos"], batch["video_grid_thw"],
+                batch.get("video_digests"))}}
         out = self.model(
             input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
             labels=batch["labels"] if score_weight == 1.0 else None,
-            pixel_values_videos=batch["pixel_values_videos"], video_grid_thw=batch["video_grid_thw"],
+            **video, video_grid_thw=batch["video_grid_thw"],
             second_per_grid_ts=batch["second_per_grid_ts"], mm_token_type_ids=batch["mm_token_type_ids"],
             use_cache=False, output_hidden_states=wants_errors,
         )
@@ -551,7 +571,7 @@ class VCInspectorJudge(nn.Module):
         fps = sampled_fps or [None] * len(captions)
         samples = [self.prompter.encode(f, c, sampled_fps=s) for f, c, s in zip(frames, captions, fps)]
         device = next(self.parameters()).device
-        batch = {k: v.to(device) for k, v in self.prompter.collate(samples).items()}
+        batch = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in self.prompter.collate(samples).items()}
         return [parse_judge_answer(text) for text in self.generate(batch, max_new_tokens=max_new_tokens)]
 
     def parameter_summary(self) -> dict[str, int]:

@@ -199,5 +199,45 @@ def pretext_optimizer(params, lr: float, steps: int):
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+MOTION_WORDS = ("left", "right", "up", "down", "still", "appears", "disappears")
+
+
+def slice_motion_words(boxes: Tensor, present: Tensor, temporal_patch: int, still: float = 0.02) -> Tensor:
+    """What each object does within each temporal patch: ``(B, T // temporal_patch, P, len(MOTION_WORDS))``.
+
+    A vision token of a video model sees ``temporal_patch`` consecutive frames, so it can tell how an
+    object moves between them but not what the object does over the clip; these per-slice targets
+    are what a clip-level action ("enters from the right", "hides behind the wall") is made of.
+    From the first to the last frame of a slice, an object visible in both moves along the axis of
+    its larger centre displacement (``left``/``right``/``up``/``down``, image axes: y grows
+    downwards) or, when that displacement is below ``still`` (frame-normalised), is ``still``; one
+    visible only at the end ``appears``, only at the start ``disappears``. ``boxes (B, T, P, 4)``
+    are normalised ``cxcywh``, ``present (B, T, P)``.
+    """
+    b, num_frames, slots = present.shape
+    if num_frames % temporal_patch:
+        raise ValueError(f"{num_frames} frames do not make temporal patches of {temporal_patch}")
+    t = num_frames // temporal_patch
+    grouped_boxes = boxes.view(b, t, temporal_patch, slots, 4)
+    grouped_present = present.bool().view(b, t, temporal_patch, slots)
+    first, last = grouped_present[:, :, 0], grouped_present[:, :, -1]
+    dx = grouped_boxes[:, :, -1, :, 0] - grouped_boxes[:, :, 0, :, 0]
+    dy = grouped_boxes[:, :, -1, :, 1] - grouped_boxes[:, :, 0, :, 1]
+    horizontal = dx.abs() >= dy.abs()
+    moving = dx.abs().maximum(dy.abs()) >= still
+    both = first & last
+    words = torch.stack([
+        both & moving & horizontal & (dx < 0),
+        both & moving & horizontal & (dx > 0),
+        both & moving & ~horizontal & (dy < 0),
+        both & moving & ~horizontal & (dy > 0),
+        both & ~moving,
+        ~first & last,
+        first & ~last,
+    ], dim=-1)
+    return words.to(boxes.dtype)
+
+
 __all__ = ["STOPWORDS", "pretext_optimizer", "phrase_words", "build_word_vocabulary", "phrase_word_matrix", "patch_word_targets",
-           "patch_box_targets", "PatchWordHead", "PatchBoxHead"]
+           "patch_box_targets", "PatchWordHead", "PatchBoxHead",
+           "MOTION_WORDS", "slice_motion_words"]

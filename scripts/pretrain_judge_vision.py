@@ -5,7 +5,9 @@ configs/judge_demo.yaml is random, and a random tower trained only through the j
 loss never shows the language model what is in the clip (README, "The VC-Inspector judge"). This
 stage stands in for that pre-training with the dense phrase-word pretext of the GROVE demo's
 towers (models/patch_pretext.py): every merged video token (2 x 2 patches of 2 frames) predicts
-the words of the phrases whose boxes cover its centre in either frame, on the grounded synthetic
+the words of the phrases whose boxes cover it in either frame and (``--motion``, the default) how
+those objects move between its two frames (left/right/up/down/still/appears/disappears: the parts
+of the captions' actions, as a video-pre-trained tower would know them), on the grounded synthetic
 training clips (the judge's captions come from the same clips; boxes are never shown to the judge).
 
     python scripts/pretrain_judge_vision.py --config configs/judge_demo.yaml --steps 400 \\
@@ -31,8 +33,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from datamodules.transforms import CLIP_MEAN, CLIP_STD  # noqa: E402
-from models.patch_pretext import (PatchWordHead, build_word_vocabulary, patch_word_targets,  # noqa: E402
-                                  phrase_word_matrix, pretext_optimizer)
+from models.patch_pretext import (MOTION_WORDS, PatchWordHead, build_word_vocabulary,  # noqa: E402
+                                  patch_word_targets, phrase_word_matrix, pretext_optimizer, slice_motion_words)
 
 VISION_FILE = "qwen_vision.bin"
 
@@ -46,12 +48,14 @@ def to_uint8(frames: torch.Tensor) -> np.ndarray:
 
 
 def merged_token_targets(batch: dict, words: torch.Tensor, grid_thw: torch.Tensor, temporal_patch: int,
-                         merge: int, min_overlap: float | None = None) -> torch.Tensor:
+                         merge: int, min_overlap: float | None = None, motion: bool = False) -> torch.Tensor:
     """Word targets of every merged token, in the vision tower's output order: ``(sum_i t*h*w, V)``.
 
     ``grid_thw (B, 3)`` is the patch grid of each clip (all equal: one frame size per batch); a
     merged token covers ``merge x merge`` patches of ``temporal_patch`` frames and takes a word
-    when the word's box covers its centre in any of them.
+    when the word's box covers its centre in any of them. With ``motion``, ``len(MOTION_WORDS)``
+    more targets follow the ``V`` words: what each object over the token does within the token's
+    frames (``slice_motion_words``), so that the tokens carry the motion actions are made of.
     """
     if not bool((grid_thw == grid_thw[0]).all()):
         raise ValueError(f"clips of one batch must share a patch grid, got {grid_thw.tolist()}")
@@ -62,18 +66,28 @@ def merged_token_targets(batch: dict, words: torch.Tensor, grid_thw: torch.Tenso
     if num_frames != t * temporal_patch:
         raise ValueError(f"{num_frames} frames do not make {t} temporal patches of {temporal_patch}")
     grouped = per_frame.view(b, t, temporal_patch, h // merge, w // merge, -1).amax(dim=2)
+    if motion:
+        slots = batch["boxes"].shape[2]
+        each_slot = torch.eye(slots).expand(b, slots, slots)  # coverage of every object on its own
+        covering = patch_word_targets(batch["boxes"].float(), batch["present"], each_slot, (h // merge, w // merge),
+                                      min_overlap=min_overlap)
+        covering = covering.view(b, t, temporal_patch, h // merge, w // merge, slots).amax(dim=2)
+        moves = slice_motion_words(batch["boxes"].float(), batch["present"], temporal_patch)  # (B, t, P, M)
+        motion_targets = (torch.einsum("bthwp,btpm->bthwm", covering, moves) > 0).to(grouped.dtype)
+        grouped = torch.cat([grouped, motion_targets], dim=-1)
     return grouped.reshape(-1, grouped.shape[-1])
 
 
 def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=print,
-             min_overlap: float | None = None) -> dict:
+             min_overlap: float | None = None, motion: bool = False) -> dict:
     tower = judge.vision_tower()
     prompter = judge.prompter
     temporal_patch = int(prompter.video_processor.temporal_patch_size)
     merge = int(prompter.video_processor.merge_size)
     train = datamodule.datasets["train"]
     vocabulary = build_word_vocabulary(p for record in train.records for p in record.phrases)
-    head = PatchWordHead(int(tower.merger.mlp[-1].out_features), len(vocabulary))
+    targets_named = vocabulary + [f"motion:{w}" for w in MOTION_WORDS] if motion else vocabulary
+    head = PatchWordHead(int(tower.merger.mlp[-1].out_features), len(targets_named))
     params = [*tower.parameters(), *head.parameters()]
     optimizer, schedule = pretext_optimizer(params, lr, steps)
     start, step, window, last = time.perf_counter(), 0, {}, {}
@@ -87,7 +101,7 @@ def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=
             grid = torch.stack([c[1] for c in clips])
             tokens = tower(pixels, grid_thw=grid).pooler_output
             words = phrase_word_matrix(batch["phrases"], vocabulary, batch["boxes"].shape[2])
-            targets = merged_token_targets(batch, words, grid, temporal_patch, merge, min_overlap)
+            targets = merged_token_targets(batch, words, grid, temporal_patch, merge, min_overlap, motion)
             loss, stats = head.loss(head(tokens), targets)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -104,7 +118,7 @@ def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=
             if step >= steps:
                 break
     tower.eval()
-    return {"steps": steps, "lr": lr, "min_overlap": min_overlap, "vocabulary": vocabulary,
+    return {"steps": steps, "lr": lr, "min_overlap": min_overlap, "motion": motion, "vocabulary": targets_named,
             "seconds": round(time.perf_counter() - start, 1), "final": last}
 
 
@@ -127,6 +141,9 @@ def main(argv: list[str] | None = None) -> dict:
                         help="a token names every object sharing this fraction of the smaller of (token, "
                              "object); 'centre': only objects whose box holds the token's centre (objects "
                              "smaller than a token are then often named by none)")
+    parser.add_argument("--motion", action=argparse.BooleanOptionalAction, default=True,
+                        help="tokens also name how the objects over them move within their frames "
+                             "(left/right/up/down/still/appears/disappears), the parts of the captions' actions")
     parser.add_argument("--out", default=str(ROOT / "data" / "judge_towers"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--synthetic-root", default=None, help="the grounded synthetic data (default: the config's)")
@@ -153,7 +170,7 @@ def main(argv: list[str] | None = None) -> dict:
         **{k: v for k, v in options.items() if k in accepted})
     data.prepare_data()
     data.setup("fit")
-    report = pretrain(judge, data, args.steps, args.lr, min_overlap=args.min_overlap)
+    report = pretrain(judge, data, args.steps, args.lr, min_overlap=args.min_overlap, motion=args.motion)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.save({f"model.visual.{k}": v.detach().clone() for k, v in judge.vision_tower().state_dict().items()},

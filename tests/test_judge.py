@@ -388,7 +388,7 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
         "model": {"class_path": "lightning_modules.judge_module.JudgeModule",
                   "init_args": {"tiny": TINY, "lora": {"r": 4, "alpha": 8, "dropout": 0.05},
                                 "max_pixels": 3136, "min_pixels": 784, "max_new_tokens": 4, "torch_threads": 1,
-                                "error_detection_weight": 0.5,
+                                "error_detection_weight": 0.5, "video_feature_cache": 16,
                                 "adapter_dir": str(tmp_path / "adapter"),
                                 "answers_file": str(tmp_path / "answers.jsonl")}},
         "data": {"class_path": "datamodules.judge_datamodule.JudgeDataModule",
@@ -408,6 +408,8 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
     assert logged["train/loss"].item() == pytest.approx(
         logged["train/answer_loss"].item() + 0.5 * logged["train/error_loss"].item(), rel=1e-5)
     assert 0.0 <= logged["train/error_accuracy"].item() <= 1.0
+    cache = fit.model.judge.video_cache  # 8 training clips drawn from 6 videos: at least 2 come again
+    assert cache.hits >= 2 and cache.misses >= 1
     assert (tmp_path / "adapter" / "adapter_config.json").exists()
     test = cli_main(["test", "--config", str(path), f"--ckpt_path={tmp_path / 'ckpt' / 'last.ckpt'}"])
     metrics = test.trainer.callback_metrics

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.patch_pretext import (PatchBoxHead, PatchWordHead, build_word_vocabulary, patch_box_targets,
-                                  patch_word_targets, phrase_word_matrix, phrase_words)
+from models.patch_pretext import (MOTION_WORDS, PatchBoxHead, PatchWordHead, build_word_vocabulary,
+                                  patch_box_targets, patch_word_targets, phrase_word_matrix, phrase_words)
 
 
 def test_phrase_words_and_vocabulary():
@@ -179,6 +179,7 @@ def test_pretrain_judge_vision_writes_a_tower_the_judge_loads(tiny_synthetic_roo
                  "--data.init_args.num_frames=4"]
     report = main(["--steps", "2", "--batch-size", "2", "--min-overlap", "0.5", "--out", str(out), "--", *overrides])
     assert report["steps"] == 2 and "word_f1" in report["final"] and report["min_overlap"] == 0.5
+    assert report["motion"] and report["vocabulary"][-7:] == [f"motion:{w}" for w in MOTION_WORDS]
     saved = torch.load(out / "qwen_vision.bin")
     cli = cli_main(["--config", str(ROOT / "configs" / "judge_demo.yaml"),
                     f"--model.init_args.vision_checkpoint={out / 'qwen_vision.bin'}", *overrides], run=False)
@@ -266,3 +267,46 @@ def test_pretrain_judge_vision_overlap_option_parses_centre_and_fractions():
     for bad in ("0", "1.5", "-0.2"):
         with pytest.raises(argparse.ArgumentTypeError, match="--min-overlap"):
             _overlap(bad)
+
+
+def test_slice_motion_words_by_hand():
+    from models.patch_pretext import slice_motion_words
+
+    boxes = torch.zeros(1, 6, 2, 4)
+    present = torch.zeros(1, 6, 2, dtype=torch.bool)
+    # object 0: right by 0.1 (frames 0-1), up by 0.1 (2-3; y grows downwards), a 0.05 x 0.05 tie -> horizontal, left
+    boxes[0, :, 0, :2] = torch.tensor([[0.2, 0.5], [0.3, 0.5], [0.3, 0.5], [0.3, 0.4], [0.5, 0.5], [0.45, 0.55]])
+    present[0, :, 0] = True
+    # object 1: appears (frames 0-1), moves 0.01 < still (2-3), disappears (4-5)
+    boxes[0, :, 1, :2] = torch.tensor([[0.0, 0.0], [0.5, 0.5], [0.5, 0.5], [0.51, 0.5], [0.5, 0.5], [0.0, 0.0]])
+    present[0, :, 1] = torch.tensor([False, True, True, True, True, False])
+    words = slice_motion_words(boxes, present, temporal_patch=2)
+    assert words.shape == (1, 3, 2, len(MOTION_WORDS))
+    named = [[[MOTION_WORDS[i] for i in range(len(MOTION_WORDS)) if words[0, t, p, i]] for p in range(2)]
+             for t in range(3)]
+    assert named == [[["right"], ["appears"]], [["up"], ["still"]], [["left"], ["disappears"]]]
+    # the 0.01 step is motion under a finer threshold; an object absent throughout does nothing
+    assert slice_motion_words(boxes, present, 2, still=0.005)[0, 1, 1].nonzero().flatten().tolist() == [1]
+    assert slice_motion_words(boxes, torch.zeros_like(present), 2).sum() == 0
+    with pytest.raises(ValueError, match="temporal patches"):
+        slice_motion_words(boxes, present, temporal_patch=4)
+
+
+def test_merged_token_targets_add_motion_words_where_the_object_is():
+    from scripts.pretrain_judge_vision import merged_token_targets
+
+    # one object in the top-left merged cell of frames 0-1, moving down by a quarter cell; then gone
+    boxes = torch.zeros(1, 4, 1, 4)
+    boxes[0, 0, 0] = torch.tensor([0.125, 0.125, 0.25, 0.25])
+    boxes[0, 1, 0] = torch.tensor([0.125, 0.1875, 0.25, 0.25])
+    present = torch.tensor([[[True], [True], [False], [False]]])
+    batch = {"boxes": boxes, "present": present}
+    grid = torch.tensor([[2, 8, 8]])
+    plain = merged_token_targets(batch, torch.ones(1, 1, 1), grid, 2, 2, min_overlap=0.5)
+    with_motion = merged_token_targets(batch, torch.ones(1, 1, 1), grid, 2, 2, min_overlap=0.5, motion=True)
+    assert with_motion.shape == (32, 1 + len(MOTION_WORDS))
+    assert torch.equal(with_motion[:, :1], plain)
+    # the frame-1 box spans cells (0,0) and (1,0); overlap with (1,0) is a quarter of the cell < 0.5
+    expected = torch.zeros(32, len(MOTION_WORDS))
+    expected[0, MOTION_WORDS.index("down")] = 1.0
+    assert torch.equal(with_motion[:, 1:], expected)

@@ -190,11 +190,12 @@ class JudgePrompter:
     """Frames + caption (+ answer) -> Qwen2.5-VL inputs; picklable (tokenizer, processor, numbers).
 
     ``max_pixels`` bounds each frame (224 x 224 in the paper); frames keep their aspect ratio and
-    are resized to multiples of ``patch_size * merge_size``.
+    are resized to multiples of ``patch_size * merge_size``. ``digest_videos`` adds each clip's
+    pixel digest to its sample (``video_digest``), the key of the judge's frozen-tower memo.
     """
 
     def __init__(self, tokenizer, video_processor, template: str = "qwen", max_pixels: int = 224 * 224,
-                 min_pixels: int = 56 * 56):
+                 min_pixels: int = 56 * 56, digest_videos: bool = False):
         if template not in TEMPLATES:
             raise ValueError(f"template must be one of {TEMPLATES}, got {template!r}")
         missing = [t for t in ("<|vision_start|>", "<|vision_end|>", VIDEO_TOKEN, "<|im_end|>")
@@ -205,6 +206,7 @@ class JudgePrompter:
         self.video_processor = video_processor
         self.template = template
         self.max_pixels, self.min_pixels = int(max_pixels), int(min_pixels)
+        self.digest_videos = bool(digest_videos)  # add each clip's pixel digest, the frozen-tower memo's key
         self.video_token_id = tokenizer.convert_tokens_to_ids(VIDEO_TOKEN)
         self.end_token = "<|im_end|>" if template == "qwen" else tokenizer.eos_token
         self.end_token_id = tokenizer.convert_tokens_to_ids(self.end_token)
@@ -249,9 +251,11 @@ class JudgePrompter:
         encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=error_spans is not None)
         prompt = encoded["input_ids"]
         sample = {"prompt_ids": torch.tensor(prompt, dtype=torch.long), "pixel_values_videos": pixels,
-                  "video_grid_thw": grid, "video_digest": pixel_digest(pixels),  # the frozen-tower memo's key
+                  "video_grid_thw": grid,
                   # seconds per temporal patch: M-RoPE spaces video time positions by it
                   "second_per_grid_ts": float(self.temporal_patch_size / sampled_fps) if sampled_fps else 1.0}
+        if self.digest_videos:  # hashed here, in the loader workers, not in the training step
+            sample["video_digest"] = pixel_digest(pixels)
         if answer is not None:
             ids = self.tokenizer(answer + self.end_token, add_special_tokens=False)["input_ids"]
             sample["answer_ids"] = torch.tensor(ids, dtype=torch.long)
@@ -422,7 +426,7 @@ class VCInspectorJudge(nn.Module):
             vc = config.vision_config
             video_processor = tiny_video_processor(vc.patch_size, vc.temporal_patch_size, vc.spatial_merge_size)
         self.prompter = JudgePrompter(tokenizer, video_processor, template=template, max_pixels=max_pixels,
-                                      min_pixels=min_pixels)
+                                      min_pixels=min_pixels, digest_videos=bool(video_feature_cache))
         if vision_checkpoint is not None:
             load_vision_weights(base.model.visual, vision_checkpoint)
         base.requires_grad_(False)

@@ -37,7 +37,8 @@ def test_pixel_digest_is_exact():
 def test_cached_losses_and_gradients_equal_the_plain_ones():
     plain, cached = _judge(), _judge(video_feature_cache=8)
     cached.load_state_dict(plain.state_dict())  # peft draws the adapters' initial weights unseeded
-    batch = _batch(plain, [0, 1, 0])  # the third clip repeats the first
+    assert "video_digests" not in _batch(plain, [0])  # no memo, no hashing
+    batch = _batch(cached, [0, 1, 0])  # the third clip repeats the first
     assert batch["video_digests"][0] == batch["video_digests"][2] != batch["video_digests"][1]
     for step in range(2):
         a, b = plain.losses(batch, score_weight=5.0), cached.losses(batch, score_weight=5.0)
@@ -54,7 +55,7 @@ def test_cached_losses_and_gradients_equal_the_plain_ones():
 
 
 def test_the_tower_runs_only_on_new_clips_and_the_oldest_clip_leaves_first(monkeypatch):
-    judge = _judge()
+    judge = _judge(video_feature_cache=1)  # its prompter adds the digests; the memo under test is built below
     model = judge.base_model.model
     calls = []
     original = model.get_video_features

@@ -52,30 +52,29 @@ def merged_token_targets(batch: dict, words: torch.Tensor, grid_thw: torch.Tenso
     """Word targets of every merged token, in the vision tower's output order: ``(sum_i t*h*w, V)``.
 
     ``grid_thw (B, 3)`` is the patch grid of each clip (all equal: one frame size per batch); a
-    merged token covers ``merge x merge`` patches of ``temporal_patch`` frames and takes a word
-    when the word's box covers its centre in any of them. With ``motion``, ``len(MOTION_WORDS)``
+    merged token covers ``merge x merge`` patches of ``temporal_patch`` frames and takes the words
+    of every object covering it (``patch_word_targets``'s rule: the token's centre, or with
+    ``min_overlap`` a shared area) in any of them. With ``motion``, ``len(MOTION_WORDS)``
     more targets follow the ``V`` words: what each object over the token does within the token's
     frames (``slice_motion_words``), so that the tokens carry the motion actions are made of.
     """
     if not bool((grid_thw == grid_thw[0]).all()):
         raise ValueError(f"clips of one batch must share a patch grid, got {grid_thw.tolist()}")
     t, h, w = (int(v) for v in grid_thw[0])
-    per_frame = patch_word_targets(batch["boxes"].float(), batch["present"], words, (h // merge, w // merge),
-                                   min_overlap=min_overlap)
-    b, num_frames = per_frame.shape[:2]
+    boxes = batch["boxes"].float()
+    b, num_frames, slots = boxes.shape[:3]
     if num_frames != t * temporal_patch:
         raise ValueError(f"{num_frames} frames do not make {t} temporal patches of {temporal_patch}")
-    grouped = per_frame.view(b, t, temporal_patch, h // merge, w // merge, -1).amax(dim=2)
+    # which objects cover each token, one target per object, over the token's frames: (B, t, h, w, P)
+    each_object = torch.eye(slots).expand(b, slots, slots)
+    covering = patch_word_targets(boxes, batch["present"], each_object, (h // merge, w // merge), min_overlap=min_overlap)
+    covering = covering.view(b, t, temporal_patch, h // merge, w // merge, slots).amax(dim=2)
+    targets = torch.einsum("bthwp,bpv->bthwv", covering, words.to(covering.dtype))
     if motion:
-        slots = batch["boxes"].shape[2]
-        each_slot = torch.eye(slots).expand(b, slots, slots)  # coverage of every object on its own
-        covering = patch_word_targets(batch["boxes"].float(), batch["present"], each_slot, (h // merge, w // merge),
-                                      min_overlap=min_overlap)
-        covering = covering.view(b, t, temporal_patch, h // merge, w // merge, slots).amax(dim=2)
-        moves = slice_motion_words(batch["boxes"].float(), batch["present"], temporal_patch)  # (B, t, P, M)
-        motion_targets = (torch.einsum("bthwp,btpm->bthwm", covering, moves) > 0).to(grouped.dtype)
-        grouped = torch.cat([grouped, motion_targets], dim=-1)
-    return grouped.reshape(-1, grouped.shape[-1])
+        moves = slice_motion_words(boxes, batch["present"], temporal_patch)  # (B, t, P, M)
+        targets = torch.cat([targets, torch.einsum("bthwp,btpm->bthwm", covering, moves)], dim=-1)
+    targets = (targets > 0).to(covering.dtype)
+    return targets.reshape(-1, targets.shape[-1])
 
 
 def pretrain(judge, datamodule, steps: int, lr: float, log_every: int = 25, log=print,

@@ -370,7 +370,8 @@ class VCInspectorJudge(nn.Module):
         model_path: local folder of a Qwen2.5-VL checkpoint (model, tokenizer, video processor).
             When None, ``tiny`` (a dict of :func:`tiny_judge_config` sizes) builds a random toy model.
         adapter_path: a saved LoRA adapter folder to start from (see :meth:`save_adapter`).
-        lora: ``{"r", "alpha", "dropout"}`` or None for no adapter (an untrained baseline).
+        lora: ``{"r", "alpha", "dropout"}`` or None for no adapter (an untrained baseline, or a toy
+            whose whole language model trains, where an adapter only re-parametrises trained weights).
         template, max_pixels, min_pixels: prompt style and frame size bound (see JudgePrompter).
         vision_checkpoint: a local file of vision-tower weights (``model.visual.*`` or ``visual.*`` keys,
             merger included) loaded over the base model's; for the toy judge, the output of
@@ -379,7 +380,7 @@ class VCInspectorJudge(nn.Module):
         train_merger: unfreeze the merger, the vision-language projector (likewise).
         train_embeddings: unfreeze the token embeddings and output layer (likewise: a random toy
             model has no vocabulary knowledge for LoRA to adapt).
-        train_language_model: unfreeze the whole language model next to the adapter (likewise: a
+        train_language_model: unfreeze the whole language model, with or without an adapter (likewise: a
             random toy model has no pre-trained abilities for a low-rank update to steer).
         dtype: parameter dtype of the base model ("bfloat16" on GPUs).
         seed: initialisation seed of the toy model (the same seed gives the same weights).
@@ -529,22 +530,30 @@ class VCInspectorJudge(nn.Module):
             video = {"mm_encoder_outputs": {"video": self.video_cache.features(
                 self.base_model.model, batch["pixel_values_videos"], batch["video_grid_thw"],
                 batch.get("video_digests"))}}
+        labels = batch["labels"]
+        # logits only from the position before the batch's earliest answer token on (the answers are
+        # right-aligned ahead of the padding): the prompt's logits are never scored, and the output
+        # layer over every prompt position was ~5 % of a toy step
+        answered = (labels != IGNORE_INDEX).any(0)
+        start = max(1, int(answered.float().argmax())) if bool(answered.any()) else labels.shape[1] - 1
+        mask = batch["attention_mask"]
+        if bool((mask[:, 1:] <= mask[:, :-1]).all()):
+            # right padding: under the causal mask no real token sees a pad, so the padding mask changes
+            # nothing that is scored, and without it attention takes the faster causal-only kernel
+            mask = torch.ones_like(mask)
         out = self.model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-            labels=batch["labels"] if score_weight == 1.0 else None,
+            input_ids=batch["input_ids"], attention_mask=mask,
             **video, video_grid_thw=batch["video_grid_thw"],
             second_per_grid_ts=batch["second_per_grid_ts"], mm_token_type_ids=batch["mm_token_type_ids"],
-            use_cache=False, output_hidden_states=wants_errors,
+            use_cache=False, output_hidden_states=wants_errors, logits_to_keep=labels.shape[1] - start + 1,
         )
-        if score_weight == 1.0:
-            result = {"answer": out.loss}
-        else:  # the first answer token (the score line) weighs score_weight, the others 1
-            labels = batch["labels"][:, 1:]
-            keep = labels != IGNORE_INDEX
-            ce = nn.functional.cross_entropy(out.logits[:, :-1][keep].float(), labels[keep], reduction="none")
-            first = keep & (keep.cumsum(1) == 1)
-            weights = torch.where(first[keep], score_weight, 1.0)
-            result = {"answer": (ce * weights).sum() / weights.sum()}
+        # the first answer token (the score line) weighs score_weight, the others 1; 1 = the plain mean
+        labels = labels[:, start:]
+        keep = labels != IGNORE_INDEX
+        ce = nn.functional.cross_entropy(out.logits[:, :-1][keep].float(), labels[keep], reduction="none")
+        first = keep & (keep.cumsum(1) == 1)
+        weights = torch.where(first[keep], score_weight, 1.0)
+        result = {"answer": (ce * weights).sum() / weights.sum()}
         if wants_errors:
             labels = batch["error_labels"]
             keep = labels != IGNORE_INDEX

@@ -10,7 +10,7 @@ those objects move between its two frames (left/right/up/down/still/appears/disa
 of the captions' actions, as a video-pre-trained tower would know them), on the grounded synthetic
 training clips (the judge's captions come from the same clips; boxes are never shown to the judge).
 
-    python scripts/pretrain_judge_vision.py --config configs/judge_demo.yaml --steps 400 \\
+    python scripts/pretrain_judge_vision.py --config configs/judge_demo.yaml --steps 1000 \\
         --out data/judge_towers
 
 writes ``<out>/qwen_vision.bin`` (``model.visual.*`` keys, as in a Qwen2.5-VL checkpoint) and
@@ -133,7 +133,7 @@ def _overlap(text: str) -> float | None:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=str(ROOT / "configs" / "judge_demo.yaml"))
-    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--min-overlap", type=_overlap, default=0.5,

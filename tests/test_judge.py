@@ -131,6 +131,23 @@ def test_only_language_model_lora_trains(judge):
     assert not any("lora_" in n for n, _ in judge.vision_tower().named_parameters())
 
 
+def test_whole_language_model_trains_without_an_adapter():
+    """The toy demo's setting: no LoRA (it would only re-parametrise weights that train anyway)."""
+    judge = VCInspectorJudge(tiny=TINY, lora=None, max_pixels=56 * 56, min_pixels=28 * 28, seed=3,
+                             train_embeddings=True, train_language_model=True)
+    trainable = {n for n, p in judge.named_parameters() if p.requires_grad}
+    language = {n for n, _ in judge.base_model.model.language_model.named_parameters(prefix="x")}
+    assert not any("lora_" in n for n, _ in judge.named_parameters())
+    assert len(trainable) == len(language) + 1  # + the output layer (the input embeddings are the LM's)
+    assert not any(p.requires_grad for p in judge.vision_tower().parameters())
+    p = judge.prompter
+    batch = p.collate([p.encode(_frames(0), "a red circle.", format_judge_answer(4, "fine"))])
+    judge.losses(batch)["answer"].backward()
+    for name, param in judge.named_parameters():
+        if param.requires_grad and "layers.0.self_attn.q_proj.weight" in name:
+            assert param.grad is not None and param.grad.abs().sum() > 0
+
+
 def test_prompter_masks_prompt_and_counts_video_tokens(judge):
     p = judge.prompter
     samples = [p.encode(_frames(0), "a red circle moves left.", format_judge_answer(3, EXPLANATION), sampled_fps=1.0),
@@ -255,7 +272,7 @@ def test_score_token_weight_reweights_only_the_first_answer_token_and_error_laye
                           mm_token_type_ids=batch["mm_token_type_ids"], output_hidden_states=True)
     # independent: token by token, -log softmax at the previous position; the score digit is the
     # first labelled token of each row and weighs 4, every other answer token 1
-    total, weight, errors = 0.0, 0.0, []
+    total, weight, errors, plain_total, count = 0.0, 0.0, [], 0.0, 0
     for i in range(2):
         first = True
         for j in range(1, batch["labels"].shape[1]):
@@ -268,12 +285,19 @@ def test_score_token_weight_reweights_only_the_first_answer_token_and_error_laye
                 assert p.decode(torch.tensor([target])) in "12345"  # the score line comes first
             first = False
             total, weight = total + w * nll, weight + w
+            plain_total, count = plain_total + nll, count + 1
         for j, label in enumerate(batch["error_labels"][i].tolist()):
             if label != IGNORE_INDEX:  # the head reads the second-to-last entry of hidden_states
                 logit = float(out.hidden_states[-2][i, j] @ judge.error_head.weight[0] + judge.error_head.bias[0])
                 errors.append(math.log1p(math.exp(-logit)) if label == 1 else math.log1p(math.exp(logit)))
+    # (losses() keeps only the answers' logits and drops the right padding's mask: same values)
     assert weighted["answer"].item() == pytest.approx(total / weight, rel=1e-5)
+    assert plain["answer"].item() == pytest.approx(plain_total / count, rel=1e-5)
     assert plain["answer"].item() != pytest.approx(weighted["answer"].item(), rel=1e-4)
+    holed = dict(batch, attention_mask=batch["attention_mask"].clone())
+    holed["attention_mask"][0, 3] = 0  # not right padding: this mask must be honoured
+    with torch.no_grad():
+        assert judge.losses(holed)["answer"].item() != pytest.approx(plain["answer"].item(), rel=1e-6)
     assert plain["error"].item() == pytest.approx(sum(errors) / len(errors), rel=1e-5)
     with pytest.raises(ValueError, match="error_layer 3 is not an entry of hidden_states"):
         VCInspectorJudge(tiny=tiny, max_pixels=56 * 56, min_pixels=28 * 28, error_head=True, error_layer=3)

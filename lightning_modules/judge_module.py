@@ -103,7 +103,7 @@ class JudgeModule(L.LightningModule):
         video_feature_cache: reuse the frozen vision tower's tokens of up to this many clips instead of
             recomputing them each time a clip is drawn (exact: keyed by the clip's pixels; 0 = off). Worth
             it when clips repeat across epochs and the tower is a fair share of a step (the toy judge:
-            about 12 %); memory is clips x tokens x hidden size.
+            about 17 %); memory is clips x tokens x hidden size.
         torch_threads: intra-op CPU threads (``torch.set_num_threads``) set at setup. A toy judge on
             a shared 2-core CPU runs several times faster on one thread (no thread synchronisation),
             with the data worker on the other core; None leaves torch's default.

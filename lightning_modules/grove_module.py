@@ -9,6 +9,7 @@ import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
 from core.box_ops import cxcywh_to_xyxy, denormalize_boxes
+from lightning_modules.schedules import build_scheduler
 from metrics.teacher_forced import TeacherForcedGrounding
 from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
 from models.grove import PARAMETER_GROUPS, Grove
@@ -145,13 +146,8 @@ class GroveModule(L.LightningModule):
             group["lr"] = group["lr"] * group.get("lr_multiplier", 1.0)
         if self.lr_scheduler_factory is None:
             return optimizer
-        try:  # schedules that need the run length (WarmupLinearDecay) get it from the trainer
-            scheduler = self.lr_scheduler_factory(
-                optimizer, estimated_total_steps=int(self.trainer.estimated_stepping_batches))
-        except TypeError as err:
-            if "estimated_total_steps" not in str(err):
-                raise
-            scheduler = self.lr_scheduler_factory(optimizer)
+        # schedules that need the run length (WarmupLinearDecay) get it from the trainer
+        scheduler = build_scheduler(self.lr_scheduler_factory, optimizer, self.trainer)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ------------------------------------------------------------------ training

@@ -9,7 +9,6 @@ logged as a share and left out of the correlations.
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 import math
 from pathlib import Path
@@ -19,9 +18,8 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning.pytorch.utilities import rank_zero_warn
-from torch.optim import Optimizer
-from torch.optim.lr_scheduler import LRScheduler
 
+from lightning_modules.schedules import WarmupCosineDecay, build_scheduler  # noqa: F401  (configs name it here)
 from metrics.correlation import JudgeCorrelation
 from models.judge import VCInspectorJudge, parse_judge_answer
 
@@ -29,51 +27,12 @@ from models.judge import VCInspectorJudge, parse_judge_answer
 EVAL_SETTINGS = ("max_new_tokens", "answers_file")
 
 
-class WarmupCosineDecay(LRScheduler):
-    """Linear warm-up over ``warmup_ratio`` of the steps, then cosine decay from the base lr to ``min_lr``.
-
-    The paper's schedule (appendix C: cosine, min 1e-5, warm-up ratio 0.05). ``total_steps`` is
-    filled in from the trainer's estimated stepping batches when the config leaves it out.
-    """
-
-    def __init__(self, optimizer: Optimizer, total_steps: int | None = None, warmup_ratio: float = 0.05,
-                 min_lr: float = 1e-5, last_epoch: int = -1):
-        if total_steps is None or total_steps <= 0:
-            raise ValueError("WarmupCosineDecay needs total_steps > 0 (the module fills it from the trainer)")
-        self.total_steps = int(total_steps)
-        self.warmup_steps = int(round(warmup_ratio * self.total_steps))
-        self.min_lr = float(min_lr)
-        super().__init__(optimizer, last_epoch)
-
-    def lr_at(self, base_lr: float, step: int) -> float:
-        if step < self.warmup_steps:
-            return base_lr * (step + 1) / (self.warmup_steps + 1)
-        progress = min(1.0, (step - self.warmup_steps) / max(1, self.total_steps - self.warmup_steps))
-        return self.min_lr + (base_lr - self.min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-    def get_lr(self) -> list[float]:
-        return [self.lr_at(base, self.last_epoch) for base in self.base_lrs]
-
-
-def _accepts(factory: Any, name: str) -> bool:
-    """Whether a scheduler factory (a class, function, or the partial LightningCLI builds) takes ``name``."""
-    if isinstance(factory, functools.partial):
-        if name in factory.keywords:
-            return True
-        classes = [a for a in factory.args if isinstance(a, type)]
-        return name in inspect.signature(classes[0]).parameters if classes else _accepts(factory.func, name)
-    try:
-        return name in inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def _default_optimizer(params):
     return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.0)
 
 
-def _default_scheduler(optimizer: Optimizer, total_steps: int) -> LRScheduler:
-    return WarmupCosineDecay(optimizer, total_steps=total_steps, warmup_ratio=0.05, min_lr=1e-5)
+# the paper's schedule (appendix C); the run length is filled in from the trainer
+_default_scheduler = functools.partial(WarmupCosineDecay, warmup_ratio=0.05, min_lr=1e-5)
 
 
 class JudgeModule(L.LightningModule):
@@ -171,10 +130,7 @@ class JudgeModule(L.LightningModule):
         if not params:
             raise ValueError("JudgeModule has nothing to train: set model.lora (or train_vision)")
         optimizer = self.optimizer_factory(params)
-        kwargs = {}
-        if _accepts(self.lr_scheduler_factory, "total_steps"):
-            kwargs["total_steps"] = int(self.trainer.estimated_stepping_batches)
-        scheduler = self.lr_scheduler_factory(optimizer, **kwargs)
+        scheduler = build_scheduler(self.lr_scheduler_factory, optimizer, self.trainer)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     def training_step(self, batch: dict[str, Any], batch_idx: int):

@@ -107,7 +107,7 @@ class VCInspectorScore(Callback):
         return [pixels[r] for r in rows], [None] * len(keys)
 
     def _decode(self, batch: dict, rows: list[int]) -> tuple[list[np.ndarray], list[float | None]]:
-        from datamodules.judge_datamodule import uniform_frame_indices
+        from datamodules.judge_dataset import uniform_frame_indices
         from datamodules.video import open_video
 
         if self.video_root is None or "video_fnames" not in batch or "frame_indices" not in batch:

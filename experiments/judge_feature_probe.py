@@ -5,11 +5,11 @@ A random toy judge has to learn from the corruptions alone to compare a caption 
 the video features and the language model. It caches the frozen vision tokens (merger output) of the
 judge's training and validation clips. It then trains a small transformer from scratch that
 reads the tokens and a caption, and flags every caption token a corruption changed, with labels
-from the generator's substitution records (:func:`datamodules.judge_data.substituted_spans`).
+from the generator's substitution records (:func:`datamodules.judge_targets.substituted_spans`).
 It reports the flags' accuracy (unchanged / changed-object / changed-action tokens) and the
 Kendall tau-b between the validation scores and the mean flag of each caption.
 
-    python scripts/judge_feature_probe.py --config configs/judge_demo.yaml --clips 2000 --steps 1500
+    python -m experiments.judge_feature_probe --config configs/judge_demo.yaml --clips 2000 --steps 1500
 
 A verifier that ranks the corruptions while the judge does not points at the language model; a
 verifier at chance points at the features (``--vision`` compares towers). ``--verifier judge``
@@ -22,21 +22,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import core  # noqa: F401
 
-import core  # noqa: E402,F401
+import numpy as np
+import torch
+from torch import Tensor, nn
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from torch import Tensor, nn  # noqa: E402
-
-from datamodules.judge_data import substituted_spans  # noqa: E402
-from metrics.correlation import kendall_tau_b  # noqa: E402
+from datamodules.judge_targets import substituted_spans
+from metrics.correlation import kendall_tau_b
 
 KINDS = ("unchanged", "object", "action")
 
@@ -187,7 +182,7 @@ def evaluate(model: nn.Module, items: list[tuple], batch_size: int = 64) -> dict
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default=str(ROOT / "configs" / "judge_demo.yaml"))
+    parser.add_argument("--config", default="configs/judge_demo.yaml")
     parser.add_argument("--vision", default=None, help="vision-tower file (default: the config's vision_checkpoint)")
     parser.add_argument("--clips", type=int, default=2000, help="training clips whose corruptions are used")
     parser.add_argument("--val-clips", type=int, default=None, help="validation clips (default: all)")

@@ -4,24 +4,19 @@ versus with another clip's, on the validation (or test) split.
 A model that learnt only the caption prior scores the same either way (and tends to write one
 caption for every clip: see ``distinct_captions`` in the evaluation reports). Use it on any run:
 
-``python scripts/video_shuffle_control.py --config configs/demo.yaml --ckpt runs/demo/version_0/checkpoints/last.ckpt``
+``python -m experiments.video_shuffle_control --config configs/demo.yaml --ckpt runs/demo/version_0/checkpoints/last.ckpt``
 
 Extra arguments go to the CLI parser (e.g. ``--data.init_args.root=...``).
 """
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import core  # noqa: F401
 
-import core  # noqa: E402,F401
+import torch
 
-import torch  # noqa: E402
-
-from cli import cli_main  # noqa: E402
+from cli import cli_main
 
 
 @torch.no_grad()

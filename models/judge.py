@@ -2,140 +2,33 @@
 
 The real judge is Qwen2.5-VL (3B or 7B) from a local folder with LoRA adapters on the language
 model only; the vision tower and its merger (the visual-language projector) stay frozen
-(seed 004 §3.3, appendix C). For CPU tests and the demo, :func:`tiny_judge_config` builds the same
-architecture at toy size with random weights and :func:`build_tiny_judge_tokenizer` an offline
-byte-level BPE tokenizer holding Qwen's special tokens.
+(VC-Inspector paper, section 3.3 and appendix C). A released judge loads by path: a merged
+Hugging Face folder (``model_path``), or a LoRA adapter folder (``adapter_path``) over a local
+base folder. For CPU tests and the demo, :func:`tiny_judge_config` builds the same architecture
+at toy size with random weights, with the offline tokenizer of :mod:`models.judge_tokenizer`.
 
-The prompt is the seed's D.6 in Qwen's chat format; the answer is the score line, a blank line
-and the explanation. :func:`parse_judge_answer` reads the score line back and reports every
-answer it cannot read instead of turning it into a number.
-
-:class:`JudgePrompter` (tokenizer + video processor, picklable for DataLoader workers) turns
-frames and captions into model inputs; :class:`VCInspectorJudge` holds the model, computes the
-answer-only loss, generates greedily and saves / loads the LoRA adapter on its own.
+:class:`VCInspectorJudge` holds the model, computes the answer-only loss, generates greedily and
+saves / loads the LoRA adapter on its own; :class:`~models.judge_prompter.JudgePrompter` builds
+its inputs and :mod:`models.judge_prompt` holds the prompt (D.6) and the answer parser.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from models.video_feature_cache import FrozenVideoFeatureCache, pixel_digest
+from models.judge_prompt import (IGNORE_INDEX, SPECIAL_TOKENS, JudgeAnswer, format_judge_answer,  # noqa: F401
+                                 parse_judge_answer)
+from models.judge_prompter import JudgePrompter
+from models.judge_tokenizer import build_tiny_judge_tokenizer
+from models.video_feature_cache import FrozenVideoFeatureCache
 
-IGNORE_INDEX = -100
-JUDGE_INSTRUCTION = (
-    "<caption>{caption}</caption> You are given a video and a caption describing the video content. Please rate "
-    "the helpfulness, relevance, accuracy, level of detail of the caption. The overall score should be on a scale "
-    "of 1 to 5, where a higher score indicates better overall performance. Please first output a single line "
-    "containing only one integer indicating the score. In the subsequent line, please provide a comprehensive "
-    "explanation of your evaluation, avoiding any potential bias. STRICTLY FOLLOW THE FORMAT."
-)
-SYSTEM_PROMPT = "You are a helpful assistant."
-# The toy judge's warm-up task (JudgeDataModule's describe_ratio): plain video description, which a
-# real Qwen2.5-VL has learnt in pre-training and a randomly initialised toy has not.
-DESCRIBE_INSTRUCTION = "Describe the video in one sentence."
-TASKS = ("judge", "describe")
-VIDEO_TOKEN = "<|video_pad|>"
-SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-                  "<|video_pad|>", "<|image_pad|>")
-TEMPLATES = ("qwen", "plain")
 # Qwen2.5-VL's LLM projection layers; the vision tower has gate/up/down projections too, hence the
 # language_model anchor in the target regex.
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-_SCORE_LINE = re.compile(r"^(?:score\s*[:=]?\s*)?([+-]?\d+)\s*(?:/\s*5)?\s*\.?$", re.IGNORECASE)
-
-
-# ----------------------------------------------------------------------------- answer format
-
-def format_judge_answer(score: int, explanation: str) -> str:
-    """Prompt D.6's answer: the score line, a blank line, the explanation."""
-    return f"{int(score)}\n\n{explanation}"
-
-
-class JudgeAnswer(NamedTuple):
-    score: int | None
-    explanation: str
-    error: str | None
-
-
-def parse_judge_answer(text: str) -> JudgeAnswer:
-    """``(score, explanation, error)`` from a generated answer; score is None when unreadable.
-
-    The first non-empty line must be the score line: an integer (optionally ``Score:`` before or
-    ``/5`` after it) and nothing else, in 1..5. A digit inside prose, a missing or out-of-range
-    score is reported in ``error``; the explanation is whatever follows the first line.
-    """
-    lines = text.strip().splitlines()
-    if not lines:
-        return JudgeAnswer(None, "", "empty answer")
-    first, rest = lines[0].strip(), "\n".join(lines[1:]).strip()
-    match = _SCORE_LINE.match(first)
-    if match is None:
-        reason = "first line is prose containing a digit, not a score line" if re.search(r"\d", first) \
-            else "no score line (the first line holds no integer)"
-        return JudgeAnswer(None, text.strip(), reason)
-    score = int(match.group(1))
-    if not 1 <= score <= 5:
-        return JudgeAnswer(None, rest, f"score {score} is outside 1..5")
-    return JudgeAnswer(score, rest, None)
-
-
-# ----------------------------------------------------------------------------- tiny model parts
-
-_TOKENIZER_CORPUS_WORDS = """
-a an the then and of to in on at from behind with while is are video caption content helpful relevant
-accurate accurately informative capture does not example objects actions incorrect score scale higher
-indicates better overall performance explanation evaluation comprehensive bias format rate given
-describing please first output single line containing only one integer subsequent provide avoiding any
-potential strictly follow level detail relevance helpfulness accuracy you assistant system user
-red green blue yellow purple orange white black brown pink gray grey circle square triangle diamond cross
-rectangle star wall left right top bottom up down still man woman boy girl child person dog cat ball car
-enters leaves moves stays bounces hides emerges passes spins shakes grows slides rolls jumps runs walks
-enter leave move stay bounce hide emerge pass spin shake grow slide roll jump run walk sits stands plays
-entering leaving moving staying bouncing hiding emerging passing playing holding throwing catching
-"""
-
-
-def tokenizer_corpus() -> list[str]:
-    """A fixed corpus for the tiny tokenizer: the judge prompt, explanations and scene words."""
-    words = _TOKENIZER_CORPUS_WORDS.split()
-    lines = [" ".join(words[i:i + 10]) for i in range(0, len(words), 10)]
-    lines += [JUDGE_INSTRUCTION.format(caption="a red circle moves left, then a blue square stays still.")] * 4
-    lines += [DESCRIBE_INSTRUCTION] * 4
-    lines += ["The caption is helpful, relevant, accurate, and informative to the video content."] * 4
-    lines += ["The caption does not accurately capture the video content. For example, the objects "
-              "(blue circle) and actions (hides) are incorrect."] * 4
-    lines += [f"{d}\n\n" for d in "12345"] * 4
-    lines += [f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n"] * 4
-    return lines
-
-
-def build_tiny_judge_tokenizer(out_dir: str | Path | None = None, vocab_size: int = 1024):
-    """Byte-level BPE with Qwen's special tokens, trained on :func:`tokenizer_corpus` (deterministic).
-
-    Saved to ``out_dir`` when given (and read back from there if already built).
-    """
-    from transformers import PreTrainedTokenizerFast
-
-    if out_dir is not None and (Path(out_dir) / "tokenizer.json").exists():
-        return PreTrainedTokenizerFast.from_pretrained(str(out_dir))
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
-                                  special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(tokenizer_corpus(), trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    if out_dir is not None:
-        fast.save_pretrained(str(out_dir))
-    return fast
 
 
 def tiny_judge_config(tokenizer, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4,
@@ -182,157 +75,6 @@ def tiny_video_processor(patch_size: int = 14, temporal_patch_size: int = 2, mer
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
     return Qwen2VLVideoProcessor(patch_size=patch_size, temporal_patch_size=temporal_patch_size, merge_size=merge_size)
-
-
-# ----------------------------------------------------------------------------- prompter
-
-class JudgePrompter:
-    """Frames + caption (+ answer) -> Qwen2.5-VL inputs; picklable (tokenizer, processor, numbers).
-
-    ``max_pixels`` bounds each frame (224 x 224 in the paper); frames keep their aspect ratio and
-    are resized to multiples of ``patch_size * merge_size``. ``digest_videos`` adds each clip's
-    pixel digest to its sample (``video_digest``), the key of the judge's frozen-tower memo.
-    """
-
-    def __init__(self, tokenizer, video_processor, template: str = "qwen", max_pixels: int = 224 * 224,
-                 min_pixels: int = 56 * 56, digest_videos: bool = False):
-        if template not in TEMPLATES:
-            raise ValueError(f"template must be one of {TEMPLATES}, got {template!r}")
-        missing = [t for t in ("<|vision_start|>", "<|vision_end|>", VIDEO_TOKEN, "<|im_end|>")
-                   if tokenizer.convert_tokens_to_ids(t) in (None, tokenizer.unk_token_id)]
-        if missing:
-            raise ValueError(f"the judge tokenizer lacks Qwen's special token(s) {missing}")
-        self.tokenizer = tokenizer
-        self.video_processor = video_processor
-        self.template = template
-        self.max_pixels, self.min_pixels = int(max_pixels), int(min_pixels)
-        self.digest_videos = bool(digest_videos)  # add each clip's pixel digest, the frozen-tower memo's key
-        self.video_token_id = tokenizer.convert_tokens_to_ids(VIDEO_TOKEN)
-        self.end_token = "<|im_end|>" if template == "qwen" else tokenizer.eos_token
-        self.end_token_id = tokenizer.convert_tokens_to_ids(self.end_token)
-        self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.end_token_id
-        self.temporal_patch_size = int(video_processor.temporal_patch_size)
-
-    def prompt_text(self, caption: str, num_video_tokens: int, task: str = "judge") -> str:
-        """Prompt D.6 with the caption (``judge``), or the video-description prompt (``describe``)."""
-        if task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
-        video = f"<|vision_start|>{VIDEO_TOKEN * num_video_tokens}<|vision_end|>"
-        instruction = JUDGE_INSTRUCTION.format(caption=caption) if task == "judge" else DESCRIBE_INSTRUCTION
-        if self.template == "qwen":
-            return (f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{video}{instruction}"
-                    "<|im_end|>\n<|im_start|>assistant\n")
-        return f"USER:\n{video}\n\n{instruction}\nASSISTANT:\n"
-
-    def encode_video(self, frames: np.ndarray | Tensor) -> tuple[Tensor, Tensor]:
-        """``(T, H, W, 3)`` uint8 frames -> ``pixel_values_videos (N, D)`` and ``video_grid_thw (3,)``."""
-        frames = frames.cpu().numpy() if isinstance(frames, Tensor) else np.asarray(frames)
-        if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8:
-            raise ValueError(f"expected uint8 frames of shape (T, H, W, 3), got {frames.shape} {frames.dtype}")
-        out = self.video_processor(videos=[frames], do_sample_frames=False, return_tensors="pt",
-                                   size={"shortest_edge": self.min_pixels, "longest_edge": self.max_pixels},
-                                   cap_pixels_per_frame=False)
-        return out["pixel_values_videos"], out["video_grid_thw"][0]
-
-    def num_video_tokens(self, grid_thw: Tensor) -> int:
-        return int(grid_thw.prod()) // int(self.video_processor.merge_size) ** 2
-
-    def encode(self, frames: np.ndarray | Tensor, caption: str, answer: str | None = None,
-               sampled_fps: float | None = None, task: str = "judge",
-               error_spans: Sequence[tuple[int, int]] | None = None) -> dict[str, Any]:
-        """One sample: prompt ids, answer ids (loss only there) and the video's patches.
-
-        ``task="describe"`` asks for a description of the video instead (the caption is then not
-        in the prompt; pass it as the answer to train on it). ``error_spans`` (character spans of
-        ``caption`` that are wrong, ``[]`` for a correct caption) adds ``error_labels``: per prompt
-        token 1 inside a span, 0 elsewhere in the caption, -100 outside it."""
-        pixels, grid = self.encode_video(frames)
-        text = self.prompt_text(caption, self.num_video_tokens(grid), task)
-        encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=error_spans is not None)
-        prompt = encoded["input_ids"]
-        sample = {"prompt_ids": torch.tensor(prompt, dtype=torch.long), "pixel_values_videos": pixels,
-                  "video_grid_thw": grid,
-                  # seconds per temporal patch: M-RoPE spaces video time positions by it
-                  "second_per_grid_ts": float(self.temporal_patch_size / sampled_fps) if sampled_fps else 1.0}
-        if self.digest_videos:  # hashed here, in the loader workers, not in the training step
-            sample["video_digest"] = pixel_digest(pixels)
-        if answer is not None:
-            ids = self.tokenizer(answer + self.end_token, add_special_tokens=False)["input_ids"]
-            sample["answer_ids"] = torch.tensor(ids, dtype=torch.long)
-        if error_spans is not None:
-            if task != "judge":
-                raise ValueError("error_spans label the caption of a judge prompt, not a describe prompt")
-            sample["error_labels"] = self.error_labels(text, caption, encoded["offset_mapping"], error_spans)
-        return sample
-
-    @staticmethod
-    def error_labels(text: str, caption: str, offsets: Sequence[tuple[int, int]],
-                     error_spans: Sequence[tuple[int, int]]) -> Tensor:
-        """Per-token labels of the caption in ``text``: 1 on a token overlapping a wrong span, else 0; -100 off it."""
-        marked = f"<caption>{caption}</caption>"
-        at = text.find(marked)
-        if at < 0:
-            raise ValueError("the prompt does not hold the caption between <caption> tags")
-        begin = at + len("<caption>")
-        bounds = torch.tensor(offsets, dtype=torch.long).view(-1, 2)
-        spans = torch.tensor([(begin + a, begin + b) for a, b in error_spans], dtype=torch.long).view(-1, 2)
-        if len(spans) and (bool((spans[:, 0] >= spans[:, 1]).any()) or int(spans.max()) > begin + len(caption)
-                           or int(spans.min()) < begin):
-            raise ValueError(f"error spans {list(error_spans)} do not lie inside the caption ({len(caption)} chars)")
-
-        def overlaps(lo: Tensor, hi: Tensor) -> Tensor:  # tokens (N,) x ranges (M,) -> (N,)
-            hits = (bounds[:, :1] < hi.view(1, -1)) & (bounds[:, 1:] > lo.view(1, -1))
-            return hits.any(dim=1)
-
-        labels = torch.full((len(bounds),), IGNORE_INDEX, dtype=torch.long)
-        labels[overlaps(torch.tensor([begin]), torch.tensor([begin + len(caption)]))] = 0
-        if len(spans):
-            labels[overlaps(spans[:, 0], spans[:, 1])] = 1
-        return labels
-
-    def collate(self, samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        """Right-padded prompt+answer (training) and left-padded prompts (generation); tensors, and
-        ``video_digests`` (a list of str: the clips' keys for the frozen-tower memo)."""
-        out: dict[str, Any] = {
-            "pixel_values_videos": torch.cat([s["pixel_values_videos"] for s in samples]),
-            "video_grid_thw": torch.stack([s["video_grid_thw"] for s in samples]),
-            "second_per_grid_ts": torch.tensor([s["second_per_grid_ts"] for s in samples], dtype=torch.float32),
-        }
-        if all("video_digest" in s for s in samples):
-            out["video_digests"] = [s["video_digest"] for s in samples]
-        prompts = [s["prompt_ids"] for s in samples]
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(samples), width), self.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(samples), width), dtype=torch.long)
-        for i, p in enumerate(prompts):  # left padding: generation appends on the right
-            ids[i, width - len(p):] = p
-            mask[i, width - len(p):] = 1
-        out.update(prompt_ids=ids, prompt_attention_mask=mask, prompt_mm_token_type_ids=self.token_types(ids))
-        if all("answer_ids" in s for s in samples):
-            full = [torch.cat([s["prompt_ids"], s["answer_ids"]]) for s in samples]
-            width = max(len(f) for f in full)
-            ids = torch.full((len(samples), width), self.pad_token_id, dtype=torch.long)
-            labels = torch.full((len(samples), width), IGNORE_INDEX, dtype=torch.long)
-            mask = torch.zeros((len(samples), width), dtype=torch.long)
-            for i, (f, s) in enumerate(zip(full, samples)):
-                ids[i, :len(f)] = f
-                mask[i, :len(f)] = 1
-                labels[i, len(s["prompt_ids"]):len(f)] = s["answer_ids"]  # loss on the answer tokens only
-            out.update(input_ids=ids, attention_mask=mask, labels=labels, mm_token_type_ids=self.token_types(ids))
-            if any("error_labels" in s for s in samples):  # aligned with input_ids; -100 where a sample has none
-                errors = torch.full((len(samples), width), IGNORE_INDEX, dtype=torch.long)
-                for i, s in enumerate(samples):
-                    if "error_labels" in s:
-                        errors[i, :len(s["error_labels"])] = s["error_labels"]
-                out["error_labels"] = errors
-        return out
-
-    def token_types(self, ids: Tensor) -> Tensor:
-        """Qwen2.5-VL's modality ids (0 text, 2 video) that drive its 3-D rotary positions."""
-        return (ids == self.video_token_id).to(torch.int32) * 2
-
-    def decode(self, ids: Tensor) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
 
 
 # ----------------------------------------------------------------------------- the judge

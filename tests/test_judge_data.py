@@ -11,15 +11,16 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from datamodules.judge_data import (
-    BASIC_COLOURS, EXPLANATION_CORRECT, CaptionSource, LLMBackend, MalformedLLMOutput, RuleBackend,
-    balance_by_score, explain, factual_score, generate_corruptions, indefinite_article, inflect_verb,
-    likert_score, load_action_lexicon, parse_llm_caption, parse_llm_list, parse_llm_phrase, pluralize,
-    share_synset, substituted_spans, write_jsonl,
-)
+from datamodules.caption_lexicon import BASIC_COLOURS, load_action_lexicon, share_synset
+from datamodules.english_inflection import indefinite_article, inflect_verb, pluralize
+from datamodules.judge_corruption_types import CaptionSource, MalformedLLMOutput
+from datamodules.judge_data import balance_by_score, generate_corruptions, write_jsonl
+from datamodules.judge_dataset import shuffle_videos, uniform_frame_indices
+from datamodules.judge_llm_backend import LLMBackend, parse_llm_caption, parse_llm_list, parse_llm_phrase
+from datamodules.judge_readers import JudgeDataError, read_activitynet_captions, read_judge_jsonl, read_vatex_eval
+from datamodules.judge_rule_backend import RuleBackend
+from datamodules.judge_targets import EXPLANATION_CORRECT, explain, factual_score, likert_score, substituted_spans
 from datamodules.synthetic import COLOURS, DIRECTIONS, SHAPES, SIDES
-from datamodules.judge_datamodule import (DescribeFirstSampler, JudgeDataError, describe_rows, read_activitynet_captions,
-                                          read_judge_jsonl, read_vatex_eval, shuffle_videos, uniform_frame_indices)
 
 SYNTHETIC_COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "white")
 SYNTHETIC_SHAPES = ("circle", "square", "triangle", "diamond", "cross")
@@ -483,55 +484,6 @@ def test_balance_by_size_is_symmetric_per_size_and_uniform(closed_rows):
         assert np.mean([r["score"] for r in kept if r["num_objects"] + r["num_actions"] == size]) == 3.0
     assert Counter(r["score"] for r in balance_by_score(rows, seed=0, by_size=True, per_score=7)) == \
         Counter({s: 7 for s in range(1, 6)})
-
-
-def test_describe_rows_cycle_the_clips_with_their_reference_captions(synthetic_rows):
-    rows = synthetic_rows[0][:40]
-    clips = list(dict.fromkeys(r["source_key"] for r in rows))
-    reference = {r["source_key"]: (r["original_caption"], r["video"], r["start_frame"]) for r in rows}
-    extra = describe_rows(rows, 0.5)
-    assert len(extra) == 20 and all(r["task"] == "describe" for r in extra)
-    # clips in order of first appearance, cycling; the answer is the clip's own reference caption
-    assert [r["key"].split("#")[0] for r in extra] == [clips[i % len(clips)] for i in range(20)]
-    assert all((r["caption"], r["video"], r["start_frame"]) == reference[r["key"].split("#")[0]] for r in extra)
-    assert len({r["key"] for r in describe_rows(rows, 3.0)}) == 120  # keys stay unique when cycling
-    assert describe_rows(rows, 0.0) == []
-    with pytest.raises(JudgeDataError, match=r"train.jsonl, row 1 .*'original_caption'"):
-        describe_rows([rows[0], {k: v for k, v in rows[1].items() if k != "original_caption"}], 1.0,
-                      where="train.jsonl")
-    with pytest.raises(ValueError, match="describe_ratio must be >= 0"):
-        describe_rows(rows, -1.0)
-
-
-def test_describe_first_sampler_warms_up_in_the_first_epoch_only():
-    rows = [{"task": "describe"} if i % 3 == 0 else {"key": f"j{i}"} for i in range(30)]
-    describe = {i for i in range(30) if i % 3 == 0}
-    sampler = DescribeFirstSampler(rows, seed=1)
-    assert len(sampler) == 30
-    first = list(sampler)
-    assert set(first[:10]) == describe and sorted(first) == list(range(30))  # description rows, then the rest
-    assert first[10:] != sorted(first[10:])  # shuffled within each phase
-    assert list(sampler) == first and len(sampler) == 30  # iterating again does not end the warm-up
-    sampler.set_epoch(1)
-    assert len(sampler) == 20
-    second = list(sampler)
-    assert sorted(second) == sorted(set(range(30)) - describe) and second != first[10:]
-    assert list(DescribeFirstSampler(rows, seed=1)) == first  # the seed decides the order
-
-
-def test_datamodule_adds_the_warm_up_to_the_training_split_only(tmp_path, synthetic_rows):
-    from datamodules.judge_datamodule import JudgeDataModule
-
-    rows = synthetic_rows[0][:30]
-    for split in ("train", "val"):
-        write_jsonl(rows, tmp_path / f"{split}.jsonl")
-    dm = JudgeDataModule(train_file=str(tmp_path / "train.jsonl"), val_file=str(tmp_path / "val.jsonl"),
-                         video_root=str(tmp_path), describe_ratio=0.5, num_workers=0, prompter=object())
-    dm.setup("fit")
-    assert len(dm.datasets["train"]) == 45 and len(dm.datasets["val"]) == 30
-    assert sum(r.get("task") == "describe" for r in dm.datasets["train"].rows) == 15
-    assert isinstance(dm.train_dataloader().sampler, DescribeFirstSampler)
-    assert not isinstance(dm.val_dataloader().sampler, DescribeFirstSampler)
 
 
 # ----------------------------------------------------------------------------- substituted spans

@@ -1,13 +1,8 @@
-"""scripts/video_shuffle_control.py: a video-blind model has no gap, a video-reading one has."""
-import sys
-
+"""experiments/video_shuffle_control.py: a video-blind model has no gap, a video-reading one has."""
 import torch
 
-from tests.conftest import ROOT, tiny_cli_args
-
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from video_shuffle_control import main, shuffle_control  # noqa: E402
+from experiments.video_shuffle_control import main, shuffle_control
+from tests.conftest import tiny_cli_args
 
 
 def _args(root, tmp_path):

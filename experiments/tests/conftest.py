@@ -1,0 +1,13 @@
+"""Fixtures of the experiments' tests (run them with ``pytest experiments/tests``; not in the default suite)."""
+import core  # noqa: F401  (torchvision compatibility: must precede lightning)
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny_synthetic_root(tmp_path_factory):
+    """A few short synthetic clips (2 s) in the real on-disk layout."""
+    from datamodules.synthetic import generate_synthetic_dataset
+
+    root = tmp_path_factory.mktemp("synthetic")
+    generate_synthetic_dataset(root, num_train=6, num_val=2, num_test=2, seed=0, workers=1, duration_s=2.0)
+    return root

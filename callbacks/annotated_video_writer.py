@@ -172,7 +172,7 @@ class StreamingVideoEncoder:
 
 @dataclass
 class ClipPrediction:
-    """A clip record with its SPEC §3 prediction (None when the clip was skipped)."""
+    """A clip record with its entry of the predictions file (None when the clip was skipped)."""
 
     record: Any
     prediction: Mapping[str, Any] | None
@@ -348,7 +348,7 @@ class AnnotatedVideoWriter(L.Callback):
             lines += [f"  {p.name}" for p in self.written]
         writer = next((c for c in trainer.callbacks if isinstance(c, PredictionWriter)), None)
         if writer is not None and "predict" in writer.last_paths:
-            lines.append(f"Predictions (SPEC §3 JSON): {writer.last_paths['predict']}")
+            lines.append(f"Predictions (JSON): {writer.last_paths['predict']}")
         if self.skipped:
             lines.append(f"Skipped {len(self.skipped)} video(s)/clip(s) that could not be read:")
             lines += [f"  {key}: {reason}" for key, reason in self.skipped.items()]

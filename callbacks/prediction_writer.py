@@ -1,4 +1,4 @@
-"""Writes SPEC §3 predictions (one JSON per evaluation) into the run folder."""
+"""Writes the predictions file into the run folder: one JSON per evaluation, as metrics.evaluate reads it."""
 from __future__ import annotations
 
 import json

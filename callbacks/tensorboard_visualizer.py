@@ -64,7 +64,7 @@ def render_clip_strip(frames: np.ndarray, frame_indices, gt_boxes, gt_labels, gt
     """One clip as an ``(H, W, 3)`` uint8 image: GT row + caption, then predicted row + caption.
 
     ``frames`` are the source frames at ``frame_indices``; ``gt_boxes[i]`` (pixel xyxy) and
-    ``gt_labels[i]`` belong to frame i; ``prediction`` is the clip's SPEC §3 prediction.
+    ``gt_labels[i]`` belong to frame i; ``prediction`` is the clip's entry of the predictions file.
     """
     small, scale = resize_frames(frames, frame_height)
     prediction = prediction or {"caption": "", "phrases": [], "frames": []}

@@ -2,7 +2,7 @@
 
 The paper's GROVE starts from pre-trained CLIP (global encoder) and SAM (grounding encoder). The
 tiny demo's towers are random, and random towers trained only through GROVE's losses learn too
-slowly for the demo's budget (README, "The demo"). This stage stands in for their pre-training: a
+slowly for the demo's budget (docs/deviations.md, "The demo"). This stage stands in for their pre-training: a
 dense phrase-word pretext (models/patch_pretext.py) on the config's training split, where the
 grounding tower's patches also regress their object's box (``--box-weight``), then
 

@@ -52,7 +52,7 @@ def _overlays(*names: str) -> list[str]:
     return [arg for name in names for arg in ("--config", str(ABLATIONS / f"{name}.yaml"))]
 
 
-# The paper's ablations (seed 003 §6.4): Table 5 (adapters; box decoder + VL + LQ trained or frozen)
+# The paper's ablations (GROVE paper §6.4): Table 5 (adapters; box decoder + VL + LQ trained or frozen)
 # and Figure 6's companion (objectness head on/off); "freezing" takes the three parts one at a time.
 PRESETS: dict[str, dict[str, list[str]]] = {
     "table5": {"full": [], "no_adapters": _overlays("no_adapters"),

@@ -1,4 +1,4 @@
-"""Re-score saved predictions at temporal-objectness thresholds 0.0-0.5 (seed 003, Figure 6).
+"""Re-score saved predictions at temporal-objectness thresholds 0.0-0.5 (GROVE paper, Figure 6).
 
 The threshold only decides which predicted boxes are kept (objectness >= threshold), so one set of
 predictions saved with every box and its score (``objectness_threshold=0.0``) gives the metrics at
@@ -69,8 +69,9 @@ def threshold_sweep(records: Mapping[str, Any], predictions: Mapping[str, dict],
                     source: str = "<memory>") -> list[dict[str, float]]:
     """Grounding metrics at each threshold: one row ``{"threshold": t, "AP50": ..., "recall": ...}`` per t.
 
-    ``records`` maps clip keys to GT records (as the evaluator), ``predictions`` is SPEC §3 with
-    scores. Clips missing from the predictions count as empty; extra predicted clips are ignored.
+    ``records`` maps clip keys to GT records (as the evaluator), ``predictions`` is a predictions
+    file's content with scores. Clips missing from the predictions count as empty; extra
+    predicted clips are ignored.
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {sorted(LEVELS)}, got {level!r}")

@@ -2,9 +2,9 @@
 
 The paper's GROVE starts from pre-trained CLIP (global encoder) and SAM (grounding encoder). The
 tiny demo's towers are random, and random towers trained only through GROVE's losses learn too
-slowly for the demo's budget (docs/deviations.md, "The demo"). This stage stands in for their pre-training: a
-dense phrase-word pretext (models/patch_pretext.py) on the config's training split, where the
-grounding tower's patches also regress their object's box (``--box-weight``), then
+slowly for the demo's budget (docs/deviations.md, "The demo"). This stage stands in for their
+pre-training: a dense phrase-word pretext (models/patch_pretext.py) on the config's training
+split, where the grounding tower's patches also regress their object's box (``--box-weight``), then
 
   <out>/open_clip_vision.bin    ``visual.*`` keys, as an open_clip CLIP state dict
   <out>/sam_image_encoder.pth   ``image_encoder.*`` keys, as an official SAM checkpoint

@@ -1,7 +1,9 @@
 """Frame preprocessing for the two encoders, batched over a clip's frames.
 
-Global encoder (CLIP): resize to a square ``image_size`` (``squash``, ``center_crop`` or ``pad``)
-and normalise with CLIP's mean/std. Grounding encoder (SAM): resize the longest side to
+Global encoder (CLIP): resize to a square ``image_size`` (``squash``, ``center_crop``, ``pad`` or
+``clip``) and normalise with CLIP's mean/std. ``clip`` is CLIPImageProcessor's geometry, which the
+released GROVE uses: the shortest side to ``image_size`` (the longer one truncated to an integer),
+bicubic, then a centre crop whose offsets round down. Grounding encoder (SAM): resize the longest side to
 ``image_size``, normalise with SAM's pixel mean/std, pad bottom-right to a square, as SAM does.
 Boxes stay normalised to the source frame, so neither transform changes the targets.
 """
@@ -15,7 +17,7 @@ CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 SAM_MEAN = (123.675, 116.28, 103.53)  # on 0..255 pixels
 SAM_STD = (58.395, 57.12, 57.375)
-RESIZE_MODES = ("squash", "center_crop", "pad")
+RESIZE_MODES = ("squash", "center_crop", "pad", "clip")
 
 
 def _to_tensor(frames: np.ndarray | torch.Tensor) -> torch.Tensor:
@@ -44,6 +46,16 @@ def preprocess_global(frames, image_size: int, mode: str = "squash") -> torch.Te
         scale = image_size / min(h, w)
         nh, nw = max(image_size, round(h * scale)), max(image_size, round(w * scale))
         x = _resize(x, (nh, nw))
+        top, left = (nh - image_size) // 2, (nw - image_size) // 2
+        x = x[..., top:top + image_size, left:left + image_size]
+    elif mode == "clip":
+        short, long = (h, w) if h <= w else (w, h)
+        size = (image_size, int(image_size * long / short))
+        nh, nw = size if h <= w else size[::-1]
+        if (nh, nw) != (h, w):
+            # PIL's bicubic resamples 0..255 values and rounds them to integers
+            x = F.interpolate(x, size=(nh, nw), mode="bicubic", align_corners=False, antialias=True)
+            x = x.round().clamp(0, 255)
         top, left = (nh - image_size) // 2, (nw - image_size) // 2
         x = x[..., top:top + image_size, left:left + image_size]
     else:

@@ -13,13 +13,12 @@ from lightning_modules.schedules import build_scheduler
 from metrics.teacher_forced import TeacherForcedGrounding
 from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
 from models.grove import PARAMETER_GROUPS, Grove
+from models.inference import WINDOW_MODES
 from models.loss import GroveLoss
-from models.prompting import format_target
 
 # Evaluation settings: excluded from the saved hyper-parameters, so that with --ckpt_path the
 # command line decides them rather than the checkpoint.
-EVAL_SETTINGS = ("objectness_threshold", "max_new_tokens", "window_mode")
-WINDOW_MODES = ("interleaved", "contiguous")
+EVAL_SETTINGS = ("objectness_threshold", "objectness_strict", "max_new_tokens", "window_mode")
 
 
 def _default_optimizer(params):
@@ -40,9 +39,13 @@ class GroveModule(L.LightningModule):
         sample_question / chat_template: prompt paraphrase sampling in training; ``vicuna_v1``
             (Vicuna's system prompt, as the paper's LLM expects) or ``plain`` (shorter, for tiny LLMs).
         objectness_threshold: keep a box when sigmoid(objectness) >= threshold (0 = always).
-        window_mode: how evaluation covers all annotated frames with T-frame windows:
-            ``interleaved`` (window w takes every W-th frame, the spacing training saw) or
-            ``contiguous`` (consecutive frames, as the public code).
+        objectness_strict: keep it only when sigmoid(objectness) > threshold, as the released code.
+        window_mode: how evaluation covers all annotated frames with T-frame windows
+            (:mod:`models.inference`): ``official`` (the released code's windows, caption from the
+            central one), ``interleaved`` (window w takes every W-th frame, the spacing training
+            saw; caption from the segment centres) or ``contiguous`` (consecutive frames).
+        train_rel_pos: also train the relative position tables of SAM's global-attention blocks
+            (the released GROVE does).
         optimizer / lr_scheduler: set from the config (AdamW, warm-up + linear decay by default).
         lr_multipliers: factor on the optimizer's learning rate per parameter group (names of
             ``models.grove.PARAMETER_GROUPS``), e.g. ``{grounding_backbone: 0.1}`` (DETR trains
@@ -68,10 +71,12 @@ class GroveModule(L.LightningModule):
         train_lq: bool = True,
         train_decoder: bool = True,
         train_pos_embed: bool = True,
+        train_rel_pos: bool = False,
         teacher_forced: bool = False,
         sample_question: bool = True,
         chat_template: str = "vicuna_v1",
         objectness_threshold: float = 0.5,
+        objectness_strict: bool = False,
         max_new_tokens: int = 64,
         window_mode: str = "interleaved",
         optimizer: OptimizerCallable | None = None,
@@ -86,6 +91,7 @@ class GroveModule(L.LightningModule):
             raise ValueError(f"model.lr_multipliers: unknown parameter groups {unknown}; choose from {PARAMETER_GROUPS}")
         self.save_hyperparameters(ignore=list(EVAL_SETTINGS))
         self.objectness_threshold = float(objectness_threshold)
+        self.objectness_strict = bool(objectness_strict)
         self.max_new_tokens = int(max_new_tokens)
         self.window_mode = window_mode
         self.optimizer_factory = optimizer
@@ -112,6 +118,7 @@ class GroveModule(L.LightningModule):
             "vision_projector": hp.train_vl,
             "grounding_backbone": hp.train_grounding_backbone,
             "grounding_pos_embed": hp.train_pos_embed,
+            "grounding_rel_pos": hp.get("train_rel_pos", False),
             "grounding_adapters": hp.train_adapters,
             "llm_blocks": hp.train_llm,
             # the new tokens' rows live in the input embeddings and the output layer
@@ -217,64 +224,23 @@ class GroveModule(L.LightningModule):
         return {"predictions": self.predict_clips(batch), "skipped": batch["skipped"]}
 
     # ------------------------------------------------------------------ inference
-    def window_positions(self, num_frames: int, T: int, device) -> torch.Tensor:
-        """``(W, T)`` positions covering ``num_frames`` frames with T-frame windows (see window_mode)."""
-        num_windows = -(-num_frames // T)
-        if self.window_mode == "interleaved":
-            pos = torch.arange(num_windows, device=device).unsqueeze(1) + num_windows * torch.arange(T, device=device)
-        else:
-            pos = torch.arange(num_windows * T, device=device).view(num_windows, T)
-        return pos
-
-    @torch.no_grad()
-    def generate(self, batch: dict[str, Any]) -> list[str]:
-        """Greedy captions (with tags and [DET]) from each clip's T caption frames."""
-        b = torch.arange(len(batch["keys"]), device=self.device).unsqueeze(1)
-        frames = batch["global_frames"][b, batch["caption_positions"]]
-        return self.model.generate_captions(frames, max_new_tokens=self.max_new_tokens)
-
     @torch.no_grad()
     def predict_clips(self, batch: dict[str, Any]) -> dict[str, dict]:
-        """SPEC §3 predictions for the clips of a batch: caption, phrases and boxes on every frame."""
-        if self.hparams.teacher_forced:
-            tagged = list(batch["tagged_captions"])
-            parsed = [self.prompter.parse_generated(format_target(t)) for t in tagged]
-        else:
-            parsed = [self.prompter.parse_generated(text) for text in self.generate(batch)]
-        tagged = [p[0] for p in parsed]
-        phrases = [p[2] for p in parsed]
-        enc = self.prompter.encode_training(tagged)
-        enc = {k: v.to(self.device) for k, v in enc.items()}
-        num_phrases = torch.tensor([len(p) for p in phrases], device=self.device)
-        max_p = int(num_phrases.max()) if len(phrases) else 0
-        bs, num_frames = batch["frame_mask"].shape
-        boxes = torch.zeros(bs, num_frames, max_p, 4, device=self.device)
-        scores = torch.ones(bs, num_frames, max_p, device=self.device)
-        if max_p > 0:
-            phrase_mask = torch.arange(max_p, device=self.device).unsqueeze(0) < num_phrases.unsqueeze(1)
-            n_valid = batch["frame_mask"].sum(1)  # frames per clip
-            b = torch.arange(bs, device=self.device).unsqueeze(1)
-            for window in self.window_positions(num_frames, batch["caption_positions"].shape[1], self.device):
-                # clamp per clip so padded positions repeat the clip's last frame, then drop them
-                pos = torch.minimum(window.unsqueeze(0).expand(bs, -1), (n_valid - 1).unsqueeze(1))
-                video = self.model.encode_video(batch["global_frames"][b, pos])
-                _, queries, _ = self.model.det_queries(enc["input_ids"], enc["attention_mask"], video,
-                                                       num_slots=max_p)
-                feats = self.model.encode_grounding(batch["grounding_frames"][b, pos])
-                win_boxes, win_logits = self.model.decode_boxes(feats, queries, phrase_mask)
-                keep = (window.unsqueeze(0) < n_valid.unsqueeze(1))  # (B, T)
-                bi, ti = keep.nonzero(as_tuple=True)
-                boxes[bi, pos[bi, ti]] = win_boxes[bi, ti].float()
-                if win_logits is not None:
-                    scores[bi, pos[bi, ti]] = win_logits[bi, ti].float().sigmoid()
-        return self.format_predictions(batch, tagged, phrases, boxes, scores)
+        """Prediction-format dicts for the clips of a batch: caption, phrases and boxes on every frame."""
+        captions = list(batch["tagged_captions"]) if self.hparams.teacher_forced else None
+        out = self.model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"],
+                                 window=batch["caption_positions"].shape[1], window_mode=self.window_mode,
+                                 caption_positions=batch["caption_positions"], captions=captions,
+                                 max_new_tokens=self.max_new_tokens)
+        return self.format_predictions(batch, out.tagged_captions, out.phrases, out.boxes, out.scores)
 
     def format_predictions(self, batch, tagged, phrases, boxes, scores) -> dict[str, dict]:
         """Tensors -> SPEC §3 dicts: pixel xyxy boxes, kept where score >= objectness_threshold."""
         size = batch["size"].to(boxes.device).float()
         px = denormalize_boxes(cxcywh_to_xyxy(boxes), size[:, 0, None, None], size[:, 1, None, None])
         px = torch.minimum(px.clamp(min=0), torch.stack([size[:, 0], size[:, 1]] * 2, -1)[:, None, None])
-        keep = (scores >= self.objectness_threshold) & batch["frame_mask"].to(boxes.device).unsqueeze(-1)
+        above = scores > self.objectness_threshold if self.objectness_strict else scores >= self.objectness_threshold
+        keep = above & batch["frame_mask"].to(boxes.device).unsqueeze(-1)
         if self.model.objectness_head is None:
             keep = batch["frame_mask"].to(boxes.device).unsqueeze(-1).expand_as(scores)
         px, scores, keep = px.cpu().numpy().round(2), scores.cpu().numpy(), keep.cpu().numpy()

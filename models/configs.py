@@ -22,6 +22,13 @@ class GlobalEncoderConfig:
     ``checkpoint`` is a local file or folder with open_clip, OpenAI-CLIP (JIT) or Hugging Face
     CLIP weights. ``feature_layer`` indexes the hidden-state list as LLaVA does (0 = patch
     embeddings, i = output of block i, -2 = the second-last block's output).
+
+    Adapters sit after the 0-based blocks ``adapter_blocks`` when given (the released GROVE:
+    ``[0, 3, 6, ..., 21]``), else after every ``adapter_every``-th block (blocks 2, 5, 8, ...).
+    ``adapter_grid_rows`` lays a frame's patch tokens out as ``rows x (N / rows)`` for the
+    adapters' 3D convolution; ``None`` uses the true square patch grid (24 x 24 for ViT-L/14 at
+    336 px). The released GROVE reshapes with 16 rows (a 16 x 36 layout of the 24 x 24 grid, so
+    the convolution's vertical neighbours are not the image's): set 16 to load its adapters.
     """
 
     model_name: str = "ViT-L-14-336"
@@ -33,6 +40,8 @@ class GlobalEncoderConfig:
     adapter_kernel: tuple[int, int, int] = (3, 3, 3)
     feature_layer: int = -2
     adapters: bool = True
+    adapter_blocks: list[int] | None = None
+    adapter_grid_rows: int | None = None
     quick_gelu: bool = True
     gradient_checkpointing: bool = False
 
@@ -46,6 +55,10 @@ class GroundingEncoderConfig:
     ``global_attn_indexes``, ``patch_size``, ``out_chans``, ``window_size``, ``mlp_ratio``).
     The encoder is built at ``pretrain_image_size`` (so checkpoint shapes match), then its
     absolute positional embedding is interpolated to the ``image_size`` grid and kept trainable.
+    With ``pretrain_image_size == image_size`` the encoder is built at the working size, as the
+    released GROVE does (SAM ViT-H at 512 px: ``pos_embed`` 32 x 32, global blocks' relative
+    position tables of 63 rows); a checkpoint at another size then has its absolute (bilinear)
+    and relative (linear, as SAM's ``get_rel_pos``) position tables resized when it loads.
     """
 
     variant: str = "vit_h"
@@ -66,6 +79,15 @@ class LanguageModelConfig:
     kwargs) builds a randomly initialised LLaMA. ``tokenizer_path`` defaults to ``path``; with
     neither set, the project's tiny byte-level BPE tokenizer is built (once) under the data dir.
     ``lora_r > 0`` injects LoRA adapters (peft) into ``lora_target_modules``.
+
+    ``special_tokens``: ``compact`` adds GROVE's own four tokens (``[DET]``, ``<p>``, ``</p>`` and
+    a ``<vid>`` placeholder repeated once per video token); ``official`` reproduces the released
+    vocabulary: GLaMM's seven tokens then ``<vid_start>``, ``<vid_end>``, ``[DET]`` (ids
+    32000..32009 after LLaMA's 32000), the video marked by one out-of-vocabulary placeholder id
+    that expands to the video tokens, as LLaVA does. ``query_token``: the [DET] query is the
+    last hidden state at ``det`` (the [DET] token) or at ``before_det`` (the token before it,
+    ``</p>``, as the released code takes it). ``tiny_vocab_size`` sizes the offline tokenizer
+    built when neither ``path`` nor ``tokenizer_path`` is set (before GROVE's tokens are added).
     """
 
     path: str | None = None
@@ -78,6 +100,9 @@ class LanguageModelConfig:
     torch_dtype: str = "float32"
     attn_implementation: str | None = None
     gradient_checkpointing: bool = False
+    special_tokens: str = "compact"
+    query_token: str = "det"
+    tiny_vocab_size: int = 1536
 
 
 @dataclass

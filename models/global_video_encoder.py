@@ -117,6 +117,34 @@ def load_clip_vision_weights(tower: nn.Module, path: str | None) -> None:
                          f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''})")
 
 
+def adapter_block_indices(config: GlobalEncoderConfig, num_blocks: int) -> list[int]:
+    """0-based blocks (among the ``num_blocks`` that run) followed by an adapter.
+
+    Explicit ``adapter_blocks`` win; otherwise every ``adapter_every``-th block (1-based), i.e.
+    blocks 2, 5, 8, ... for ``adapter_every=3``.
+    """
+    if config.adapter_blocks is not None:
+        blocks = sorted(int(b) for b in config.adapter_blocks)
+        bad = [b for b in blocks if not 0 <= b < num_blocks]
+        if bad or len(set(blocks)) != len(blocks):
+            raise ValueError(f"model.global_encoder.adapter_blocks: {config.adapter_blocks} must be distinct block "
+                             f"indices in [0, {num_blocks}) (the blocks up to feature_layer)")
+        return blocks
+    if config.adapter_every < 1:
+        raise ValueError(f"model.global_encoder.adapter_every must be >= 1, got {config.adapter_every}")
+    return [i for i in range(num_blocks) if (i + 1) % config.adapter_every == 0]
+
+
+def adapter_grid(num_patches: int, side: int, rows: int | None) -> tuple[int, int]:
+    """The ``(rows, cols)`` layout of a frame's patch tokens seen by the adapters' convolution."""
+    if rows is None:
+        return side, side
+    if rows < 1 or num_patches % rows:
+        raise ValueError(f"model.global_encoder.adapter_grid_rows: {rows} does not divide the {num_patches} patch "
+                         f"tokens of a frame")
+    return int(rows), num_patches // int(rows)
+
+
 class GlobalVideoEncoder(nn.Module):
     """Frames ``(B, T, 3, H, W)`` -> video tokens ``(B, T'*H'*W', llm_dim)`` for the LLM."""
 
@@ -132,12 +160,12 @@ class GlobalVideoEncoder(nn.Module):
             raise ValueError(f"model.global_encoder.feature_layer: {config.feature_layer} selects no block of a "
                              f"{depth}-block tower")
         self.num_blocks = layer
-        if config.adapter_every < 1:
-            raise ValueError(f"model.global_encoder.adapter_every must be >= 1, got {config.adapter_every}")
-        # Adapter after blocks adapter_every, 2*adapter_every, ... (1-based) among those that run.
-        after = [i for i in range(layer) if (i + 1) % config.adapter_every == 0] if config.adapters else []
+        after = adapter_block_indices(config, layer) if config.adapters else []
         self.adapter_positions = {block: slot for slot, block in enumerate(after)}
         width = self.backbone.conv1.out_channels
+        grid = self.backbone.conv1.weight.shape[-1]  # patch size
+        side = config.image_size // grid
+        self.adapter_grid_hw = adapter_grid(side * side, side, config.adapter_grid_rows)
         self.adapters = nn.ModuleList(SpatioTemporalAdapter(width, config.adapter_kernel) for _ in after)
         self.pool_grid = tuple(int(s) for s in config.pool_grid)
         if len(self.pool_grid) != 3:
@@ -176,7 +204,7 @@ class GlobalVideoEncoder(nn.Module):
             x = self._block(block, x)
             slot = self.adapter_positions.get(index)
             if slot is not None:
-                x = self.adapters[slot](x, t, num_prefix_tokens=1, grid_hw=(h, w))
+                x = self.adapters[slot](x, t, num_prefix_tokens=1, grid_hw=self.adapter_grid_hw)
         return x[:, 1:].reshape(b, t, h, w, x.shape[-1])
 
     def pool(self, features: Tensor) -> Tensor:

@@ -77,13 +77,44 @@ def encoder_sizes(config: GroundingEncoderConfig) -> dict:
     return sizes
 
 
+def resize_rel_pos(table: Tensor, length: int) -> Tensor:
+    """Linearly resample a ``(L, C)`` relative-position table to ``length`` rows (SAM's ``get_rel_pos`` rule)."""
+    if table.shape[0] == length:
+        return table
+    resized = F.interpolate(table.float().t().unsqueeze(0), size=length, mode="linear")
+    return resized.squeeze(0).t().to(table.dtype)
+
+
+def resize_position_tables(state: dict[str, Tensor], backbone: ImageEncoderViT) -> dict[str, Tensor]:
+    """Checkpoint position tables resized to the built encoder's (a 1024-px SAM into a 512-px encoder).
+
+    The absolute embedding is resampled bilinearly, the relative tables linearly; tables that
+    already match are left as they are. Other keys pass through untouched.
+    """
+    target = backbone.state_dict(keep_vars=True)
+    out = dict(state)
+    for key, value in state.items():
+        want = target.get(key)
+        if want is None or tuple(value.shape) == tuple(want.shape):
+            continue
+        if key == "pos_embed" and value.dim() == 4:
+            out[key] = interpolate_pos_embed(value, tuple(want.shape[1:3]))
+        elif key.endswith((".attn.rel_pos_h", ".attn.rel_pos_w")) and value.dim() == 2:
+            out[key] = resize_rel_pos(value, want.shape[0])
+    return out
+
+
 def load_sam_image_encoder(backbone: ImageEncoderViT, path: str | None) -> None:
-    """Load ``image_encoder.*`` weights of an official SAM checkpoint (or a bare encoder state dict)."""
+    """Load ``image_encoder.*`` weights of an official SAM checkpoint (or a bare encoder state dict).
+
+    Position tables are resized to the encoder's build size (:func:`resize_position_tables`).
+    """
     location = require_path(path, CHECKPOINT_KEY)
     raw = load_weights(location, CHECKPOINT_KEY)
     prefix = "image_encoder."
     state = {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)} if any(
         k.startswith(prefix) for k in raw) else raw
+    state = resize_position_tables(state, backbone)
     try:
         missing, unexpected = backbone.load_state_dict(state, strict=False)
     except RuntimeError as err:  # shape mismatches
@@ -142,6 +173,11 @@ class GroundingVideoEncoder(nn.Module):
     @property
     def pos_embed(self) -> nn.Parameter:
         return self.backbone.pos_embed
+
+    def global_rel_pos_parameters(self) -> list[nn.Parameter]:
+        """The relative position tables of the global-attention blocks (sized by the image grid)."""
+        return [p for i in self.global_attn_indexes
+                for p in (self.backbone.blocks[i].attn.rel_pos_h, self.backbone.blocks[i].attn.rel_pos_w)]
 
     def _block(self, block: nn.Module, x: Tensor) -> Tensor:
         if self.config.gradient_checkpointing and torch.is_grad_enabled() and x.requires_grad:

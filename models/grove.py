@@ -20,14 +20,28 @@ from models.global_video_encoder import GlobalVideoEncoder
 from models.grounding_video_encoder import GroundingVideoEncoder
 from models.heads import BoxHead, QueryProjector, TemporalObjectnessHead
 from models.language_model import GroveLanguageModel
-from models.prompting import GroundedCaptionPrompter
+from models.inference import batch_windows
+from models.prompting import GroundedCaptionPrompter, format_target
 
 # Parameter groups of configure_trainable, and the paper's default choice (supp. C).
+# ``grounding_rel_pos``: the relative position tables of SAM's global-attention blocks, which the
+# released GROVE fine-tunes together with the absolute positional embedding.
 PARAMETER_GROUPS = ("global_backbone", "global_adapters", "vision_projector", "grounding_backbone",
-                    "grounding_pos_embed", "grounding_adapters", "llm_blocks", "llm_embeddings", "llm_lora",
-                    "query_projector", "box_decoder", "heads")
+                    "grounding_pos_embed", "grounding_rel_pos", "grounding_adapters", "llm_blocks", "llm_embeddings",
+                    "llm_lora", "query_projector", "box_decoder", "heads")
 PAPER_TRAINABLE = ("global_adapters", "vision_projector", "grounding_pos_embed", "grounding_adapters",
                    "llm_embeddings", "llm_lora", "query_projector", "box_decoder", "heads")
+
+
+@dataclass
+class GrovePrediction:
+    """Full-clip predictions: ``boxes (B, N, P, 4)`` normalised ``(cx, cy, w, h)`` on every frame of
+    the clip, ``scores (B, N, P)`` objectness probabilities (1 without an objectness head)."""
+
+    tagged_captions: list[str]
+    phrases: list[list[str]]
+    boxes: Tensor
+    scores: Tensor
 
 
 @dataclass
@@ -86,7 +100,8 @@ class Grove(nn.Module):
     def make_prompter(self, questions: list[str] | None = None, sample_question: bool = True,
                       template: str = "vicuna_v1") -> GroundedCaptionPrompter:
         return GroundedCaptionPrompter(self.tokenizer, self.num_video_tokens, template=template,
-                                       questions=questions, sample_question=sample_question)
+                                       questions=questions, sample_question=sample_question,
+                                       style=self.language_model.config.special_tokens)
 
     @property
     def prompter(self) -> GroundedCaptionPrompter:
@@ -114,7 +129,7 @@ class Grove(nn.Module):
         ``num_slots`` defaults to the largest [DET] count of the batch.
         """
         lm_loss, hidden = self.language_model(input_ids, attention_mask, video_embeds, labels)
-        det_mask = input_ids == self.language_model.det_token_id
+        det_mask = self.language_model.query_mask(input_ids)
         if num_slots is None:
             num_slots = int(det_mask.sum(dim=1).max()) if det_mask.numel() else 0
         det_hidden, num_det = gather_det_hidden(hidden, det_mask, num_slots)
@@ -153,11 +168,63 @@ class Grove(nn.Module):
                                            prompts["attention_mask"].to(device), max_new_tokens=max_new_tokens)
         return [self.prompter.decode(seq) for seq in ids]
 
+    @torch.no_grad()
+    def predict(self, global_frames: Tensor, grounding_frames: Tensor, frame_mask: Tensor, window: int = 8,
+                window_mode: str = "interleaved", caption_positions: Tensor | None = None,
+                captions: list[str] | None = None, max_new_tokens: int = 64) -> GrovePrediction:
+        """Caption a clip and ground the caption on all of its frames (GROVE paper, supp. C).
+
+        Args:
+            global_frames / grounding_frames: ``(B, N, 3, H, W)`` preprocessed frames of the whole
+                clip (N annotated frames; clips shorter than N are padded, see ``frame_mask``).
+            frame_mask: ``(B, N)`` True on real frames.
+            window: frames the model sees at once (T).
+            window_mode: ``official``, ``interleaved`` or ``contiguous`` (see :mod:`models.inference`).
+            caption_positions: ``(B, T)`` frames to caption from, for the non-official modes
+                (the official mode captions from its central window).
+            captions: tagged captions to ground instead of generating (teacher forcing, VidSTG).
+            max_new_tokens: greedy decoding budget (64 in the released code).
+        """
+        device = global_frames.device
+        num_frames = frame_mask.sum(dim=1)
+        positions, keep, official_caption = batch_windows(num_frames, window, window_mode)
+        clips = torch.arange(global_frames.shape[0], device=device).unsqueeze(1)
+        if captions is None:
+            caption_at = official_caption if official_caption is not None else caption_positions
+            if caption_at is None:
+                raise ValueError(f"window_mode={window_mode!r} needs caption_positions (B, T) to caption from")
+            texts = self.generate_captions(global_frames[clips, caption_at], max_new_tokens=max_new_tokens)
+        else:
+            texts = [format_target(c) for c in captions]
+        parsed = [self.prompter.parse_generated(text) for text in texts]
+        tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
+        b, n = frame_mask.shape
+        max_p = max((len(p) for p in phrases), default=0)
+        boxes = global_frames.new_zeros(b, n, max_p, 4, dtype=torch.float32)
+        scores = global_frames.new_ones(b, n, max_p, dtype=torch.float32)
+        if max_p == 0:
+            return GrovePrediction(tagged, phrases, boxes, scores)
+        enc = {k: v.to(device) for k, v in self.prompter.encode_training(tagged).items()}
+        num_phrases = torch.tensor([len(p) for p in phrases], device=device)
+        phrase_mask = torch.arange(max_p, device=device).unsqueeze(0) < num_phrases.unsqueeze(1)
+        for w in range(positions.shape[1]):  # a handful of windows per clip, each a full model pass
+            pos = positions[:, w]
+            video = self.encode_video(global_frames[clips, pos])
+            _, queries, _ = self.det_queries(enc["input_ids"], enc["attention_mask"], video, num_slots=max_p)
+            win_boxes, win_logits = self.decode_boxes(self.encode_grounding(grounding_frames[clips, pos]), queries,
+                                                      phrase_mask)
+            bi, ti = keep[:, w].nonzero(as_tuple=True)
+            boxes[bi, pos[bi, ti]] = win_boxes[bi, ti].float()
+            if win_logits is not None:
+                scores[bi, pos[bi, ti]] = win_logits[bi, ti].float().sigmoid()
+        return GrovePrediction(tagged, phrases, boxes, scores)
+
     # -- trainable parameters ----------------------------------------------------------------------
     def parameter_groups(self) -> dict[str, list[tuple[str, nn.Parameter]]]:
         """Named parameters by role (see ``PARAMETER_GROUPS``); every parameter is in one group."""
         groups: dict[str, list[tuple[str, nn.Parameter]]] = {name: [] for name in PARAMETER_GROUPS}
         pos_embed = self.grounding_encoder.pos_embed
+        rel_pos_ids = {id(p) for p in self.grounding_encoder.global_rel_pos_parameters()}
         embedding_ids = {id(p) for p in self.language_model.get_input_embeddings().parameters()}
         embedding_ids |= {id(p) for p in self.language_model.get_output_embeddings().parameters()}
         for name, param in self.named_parameters():
@@ -169,6 +236,8 @@ class Grove(nn.Module):
                 group = "vision_projector"
             elif param is pos_embed:
                 group = "grounding_pos_embed"
+            elif id(param) in rel_pos_ids:
+                group = "grounding_rel_pos"
             elif name.startswith("grounding_encoder.backbone."):
                 group = "grounding_backbone"
             elif name.startswith("grounding_encoder.adapters."):
@@ -219,4 +288,4 @@ def build_on_meta(global_encoder: GlobalEncoderConfig, grounding_encoder: Ground
         return Grove(*configs, tokenizer=tokenizer)
 
 
-__all__ = ["Grove", "GroveOutput", "gather_det_hidden", "build_on_meta", "PARAMETER_GROUPS", "PAPER_TRAINABLE"]
+__all__ = ["Grove", "GroveOutput", "GrovePrediction", "gather_det_hidden", "build_on_meta", "PARAMETER_GROUPS", "PAPER_TRAINABLE"]

@@ -15,18 +15,23 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, 
 
 from core.paths import DATA_DIR
 from models.configs import LanguageModelConfig, require_path
-from models.prompting import DET_TOKEN, IGNORE_INDEX, VIDEO_TOKEN, add_grove_tokens
+from models.prompting import (DET_TOKEN, IGNORE_INDEX, OFFICIAL_VIDEO_INDEX, VIDEO_TOKEN,
+                              add_grove_tokens)
+from models.tiny_tokenizer import VOCAB_SIZE as TINY_VOCAB_SIZE
 from models.tiny_tokenizer import build_tiny_tokenizer
 
 TINY_TOKENIZER_DIR = DATA_DIR / "tiny_tokenizer"
+QUERY_TOKENS = ("det", "before_det")
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def load_tokenizer(config: LanguageModelConfig):
-    """The configured tokenizer (``tokenizer_path``, else ``path``, else the tiny BPE tokenizer)."""
+    """The configured tokenizer (``tokenizer_path``, else ``path``, else the tiny offline tokenizer)."""
     source = config.tokenizer_path or config.path
     if source is None:
-        return build_tiny_tokenizer(TINY_TOKENIZER_DIR)
+        size = int(config.tiny_vocab_size)
+        folder = TINY_TOKENIZER_DIR if size == TINY_VOCAB_SIZE else TINY_TOKENIZER_DIR.with_name(f"tiny_tokenizer_{size}")
+        return build_tiny_tokenizer(folder, vocab_size=size)
     key = "model.language_model.tokenizer_path" if config.tokenizer_path else "model.language_model.path"
     return AutoTokenizer.from_pretrained(str(require_path(source, key)), use_fast=True)
 
@@ -55,8 +60,10 @@ class GroveLanguageModel(nn.Module):
     def __init__(self, config: LanguageModelConfig, tokenizer=None):
         super().__init__()
         self.config = config
+        if config.query_token not in QUERY_TOKENS:
+            raise ValueError(f"model.language_model.query_token must be one of {QUERY_TOKENS}, got {config.query_token!r}")
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(config)
-        add_grove_tokens(self.tokenizer)
+        add_grove_tokens(self.tokenizer, config.special_tokens)
         self.model = build_causal_lm(config, self.tokenizer)
         if len(self.tokenizer) > self.model.get_input_embeddings().num_embeddings:
             # New rows start at the mean embedding (transformers' default), a neutral start for [DET].
@@ -73,7 +80,8 @@ class GroveLanguageModel(nn.Module):
         if config.gradient_checkpointing:
             self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.det_token_id = self.tokenizer.convert_tokens_to_ids(DET_TOKEN)
-        self.video_token_id = self.tokenizer.convert_tokens_to_ids(VIDEO_TOKEN)
+        self.video_token_id = (OFFICIAL_VIDEO_INDEX if config.special_tokens == "official"
+                               else self.tokenizer.convert_tokens_to_ids(VIDEO_TOKEN))
 
     @property
     def hidden_size(self) -> int:
@@ -86,7 +94,19 @@ class GroveLanguageModel(nn.Module):
         return self.model.get_output_embeddings()
 
     def embed_tokens(self, input_ids: Tensor) -> Tensor:
-        return self.get_input_embeddings()(input_ids)
+        # the official placeholder id is negative: look it up as id 0, it is replaced anyway
+        return self.get_input_embeddings()(input_ids.clamp(min=0))
+
+    def query_mask(self, input_ids: Tensor) -> Tensor:
+        """Where the [DET] queries are read: at each [DET], or at the token before it (``before_det``).
+
+        The released code builds its mask from ``input_ids[:, 1:] == det`` and reads the hidden
+        state one position earlier, i.e. at the ``</p>`` that closes the phrase.
+        """
+        det = input_ids == self.det_token_id
+        if self.config.query_token == "det":
+            return det
+        return torch.cat((det[:, 1:], det.new_zeros(det.shape[0], 1)), dim=1)
 
     def build_inputs_embeds(self, input_ids: Tensor, video_embeds: Tensor) -> Tensor:
         """Token embeddings with the video placeholders replaced, in order, by ``video_embeds``."""

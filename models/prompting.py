@@ -24,9 +24,32 @@ PHRASE_END = "</p>"
 VIDEO_TOKEN = "<vid>"
 GROVE_SPECIAL_TOKENS = (DET_TOKEN, PHRASE_START, PHRASE_END, VIDEO_TOKEN)
 IGNORE_INDEX = -100
+# The released GROVE's vocabulary: GLaMM's seven added tokens, then GROVE's three, appended in
+# this order to LLaMA's 32,000 (ids 32000..32009). The video is one out-of-vocabulary id in the
+# prompt (LLaVA's IMAGE_TOKEN_INDEX) that stands for all the video tokens.
+OFFICIAL_ADDED_TOKENS = ("<im_start>", "<im_end>", "<bbox>", "<point>", "[SEG]", PHRASE_START, PHRASE_END,
+                         "<vid_start>", "<vid_end>", DET_TOKEN)
+OFFICIAL_VIDEO_INDEX = -200
+TOKEN_STYLES = ("compact", "official")
 
 VIDEO_PLACEHOLDER = "<video>"
 VIDEO_PREAMBLE = f"The {VIDEO_PLACEHOLDER} provides an overview of the video.\n"
+OFFICIAL_VIDEO_PREAMBLE = f"The <vid_start>{VIDEO_PLACEHOLDER}<vid_end> provides an overview of the video.\n"
+# The six grounding questions of the released code, in its order; inference asks the first.
+OFFICIAL_QUESTIONS = (
+    "Could you please give me a description of the video? Please respond with interleaved bounding boxes for "
+    "the corresponding parts of the answer.",
+    "Can you provide a description of the this video? Please output with interleaved bounding boxes for the "
+    "corresponding phrases.",
+    "Please describe the contents of the video. Please respond with interleaved bounding boxes for the "
+    "corresponding parts of the answer.",
+    "Could you give an explanation of what can be found within this video? Please output with interleaved "
+    "bounding boxes for the corresponding phrases.",
+    "Could you give me an explanation of this video? Please respond with interleaved bounding boxes for the "
+    "corresponding phrases.",
+    "Could you provide me with an analysis of this video? Please output with interleaved bounding boxes for the "
+    "corresponding parts of the answer.",
+)
 # The paper's question first: evaluation always asks it; training samples among all six.
 DEFAULT_QUESTIONS = (
     "Could you please give me a description of the video? Please respond with interleaved bounding "
@@ -46,6 +69,9 @@ CHAT_TEMPLATES = {
     # Vicuna v1 (LLaVA's conv_vicuna_v1): system, then "USER: ... ASSISTANT:"; answers end with EOS.
     "vicuna_v1": ("A chat between a curious user and an artificial intelligence assistant. The assistant "
                   "gives helpful, detailed, and polite answers to the user's questions. USER: {user} ASSISTANT:"),
+    # LLaVA's conv_llava_v1, which the released GROVE's inference and training use ("human").
+    "llava_v1": ("A chat between a curious human and an artificial intelligence assistant. The assistant "
+                 "gives helpful, detailed, and polite answers to the human's questions. USER: {user} ASSISTANT:"),
     # No system text; for small models trained from scratch.
     "plain": "USER: {user} ASSISTANT:",
 }
@@ -54,15 +80,29 @@ _PHRASE = re.compile(r"<p>\s*(.*?)\s*</p>", re.DOTALL)
 _TAG = re.compile(r"(<p>|</p>)")
 
 
-def add_grove_tokens(tokenizer) -> list[str]:
+def add_grove_tokens(tokenizer, style: str = "compact") -> list[str]:
     """Add GROVE's special tokens (and a pad token) to ``tokenizer`` where missing; returns those added.
 
+    ``compact``: ``[DET]``, ``<p>``, ``</p>`` and the ``<vid>`` placeholder. ``official``: the
+    released vocabulary's ten tokens in their order (:data:`OFFICIAL_ADDED_TOKENS`), which must
+    then be the tokenizer's last ten ids (a GLaMM tokenizer already holds the first seven).
     The caller must resize the LLM's embeddings to ``len(tokenizer)`` afterwards.
     """
+    if style not in TOKEN_STYLES:
+        raise ValueError(f"model.language_model.special_tokens must be one of {TOKEN_STYLES}, got {style!r}")
+    wanted = OFFICIAL_ADDED_TOKENS if style == "official" else GROVE_SPECIAL_TOKENS
     vocab = tokenizer.get_vocab()
-    missing = [tok for tok in GROVE_SPECIAL_TOKENS if tok not in vocab]
-    if missing:
-        tokenizer.add_tokens(missing, special_tokens=True)
+    missing = [tok for tok in wanted if tok not in vocab]
+    for tok in missing:  # one by one: the ids follow the order of ``wanted``
+        tokenizer.add_tokens([tok], special_tokens=True)
+    if style == "official":
+        ids = tokenizer.convert_tokens_to_ids(list(OFFICIAL_ADDED_TOKENS))
+        expected = list(range(len(tokenizer) - len(OFFICIAL_ADDED_TOKENS), len(tokenizer)))
+        if ids != expected:
+            raise ValueError(
+                "model.language_model.special_tokens=official: the tokenizer's GLaMM/GROVE tokens have ids "
+                f"{dict(zip(OFFICIAL_ADDED_TOKENS, ids))}, but the released vocabulary puts them, in this order, "
+                f"at the last ten ids {expected[0]}..{expected[-1]}; use a LLaMA or GLaMM tokenizer folder")
     if tokenizer.pad_token is None:  # LLaMA/Vicuna ship none; LLaVA pads with <unk>
         tokenizer.pad_token = tokenizer.unk_token if tokenizer.unk_token is not None else tokenizer.eos_token
     return missing
@@ -131,17 +171,24 @@ class GroundedCaptionPrompter:
         tokenizer: a Hugging Face tokenizer that already holds GROVE's special tokens
             (:func:`add_grove_tokens`) and has bos/eos/pad tokens.
         num_video_tokens: how many placeholder tokens stand for the video.
-        template: chat template name (``vicuna_v1`` or ``plain``).
+        template: chat template name (``vicuna_v1``, ``llava_v1`` or ``plain``).
         questions: question paraphrases; the first is the evaluation question.
         sample_question: draw a random paraphrase in :meth:`encode_training` when given an rng.
+        style: ``compact`` (GROVE's own tokens; ``<video>`` becomes ``<vid>`` placeholders) or
+            ``official`` (the released prompt ``The <vid_start><video><vid_end> ...``, its six
+            questions by default, and the out-of-vocabulary placeholder id -200 repeated once per
+            video token, which the language model replaces by the video tokens).
     """
 
     def __init__(self, tokenizer, num_video_tokens: int, template: str = "vicuna_v1",
-                 questions: list[str] | None = None, sample_question: bool = True):
+                 questions: list[str] | None = None, sample_question: bool = True, style: str = "compact"):
         if template not in CHAT_TEMPLATES:
             raise ValueError(f"chat template must be one of {sorted(CHAT_TEMPLATES)}, got {template!r}")
+        if style not in TOKEN_STYLES:
+            raise ValueError(f"prompt style must be one of {TOKEN_STYLES}, got {style!r}")
         vocab = tokenizer.get_vocab()
-        missing = [tok for tok in GROVE_SPECIAL_TOKENS if tok not in vocab]
+        required = OFFICIAL_ADDED_TOKENS if style == "official" else GROVE_SPECIAL_TOKENS
+        missing = [tok for tok in required if tok not in vocab]
         if missing:
             raise ValueError(f"tokenizer lacks GROVE's special tokens {missing}; call add_grove_tokens first")
         for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
@@ -152,10 +199,13 @@ class GroundedCaptionPrompter:
         self.tokenizer = tokenizer
         self.num_video_tokens = int(num_video_tokens)
         self.template = template
-        self.questions = tuple(questions) if questions else DEFAULT_QUESTIONS
+        self.style = style
+        official = style == "official"
+        self.questions = tuple(questions) if questions else (OFFICIAL_QUESTIONS if official else DEFAULT_QUESTIONS)
         self.sample_question = sample_question
+        self.preamble = OFFICIAL_VIDEO_PREAMBLE if official else VIDEO_PREAMBLE
         self.det_token_id = tokenizer.convert_tokens_to_ids(DET_TOKEN)
-        self.video_token_id = tokenizer.convert_tokens_to_ids(VIDEO_TOKEN)
+        self.video_token_id = OFFICIAL_VIDEO_INDEX if official else tokenizer.convert_tokens_to_ids(VIDEO_TOKEN)
         self._prompt_cache: dict[str, list[int]] = {}
 
     # -- prompts -----------------------------------------------------------------------------------
@@ -163,7 +213,7 @@ class GroundedCaptionPrompter:
         """BOS + chat-formatted request with ``<video>`` expanded to the placeholder tokens."""
         ids = self._prompt_cache.get(question)
         if ids is None:
-            text = CHAT_TEMPLATES[self.template].format(user=VIDEO_PREAMBLE + question)
+            text = CHAT_TEMPLATES[self.template].format(user=self.preamble + question)
             before, after = text.split(VIDEO_PLACEHOLDER, 1)
             encode = lambda s: self.tokenizer(s, add_special_tokens=False)["input_ids"]  # noqa: E731
             ids = [self.tokenizer.bos_token_id, *encode(before), *[self.video_token_id] * self.num_video_tokens,
@@ -228,7 +278,7 @@ class GroundedCaptionPrompter:
         eos = self.tokenizer.eos_token_id
         if eos in token_ids:
             token_ids = token_ids[: token_ids.index(eos)]
-        token_ids = [t for t in token_ids if t != self.tokenizer.pad_token_id]
+        token_ids = [t for t in token_ids if t != self.tokenizer.pad_token_id and t >= 0]
         return self.tokenizer.decode(token_ids, skip_special_tokens=False)
 
     def parse_generated(self, text: str) -> tuple[str, str, list[str]]:

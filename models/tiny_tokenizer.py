@@ -126,9 +126,37 @@ def training_corpus() -> list[str]:
         lines.append(f"a {colour} {shape} {motion} {direction}")
         lines.append(f"<p> a {colour} {shape} </p> [DET] {motion} {direction}.")
     for question in DEFAULT_QUESTIONS:
-        for template in CHAT_TEMPLATES.values():
-            lines.append(template.format(user=VIDEO_PREAMBLE + question))
+        for name in ("vicuna_v1", "plain"):
+            lines.append(CHAT_TEMPLATES[name].format(user=VIDEO_PREAMBLE + question))
     return lines
+
+
+# Printable ASCII and SentencePiece's word-boundary mark: the alphabet of the character-level
+# tokenizer used when the vocabulary is too small for byte-level BPE (256 bytes).
+CHAR_ALPHABET = [chr(c) for c in range(33, 127)] + ["\u2581"]
+
+
+def _train_char_level(vocab_size: int):
+    """A LLaMA-like (SentencePiece-style word boundaries) character BPE of ``vocab_size`` entries.
+
+    For vocabularies below byte-level BPE's 256-byte floor, such as the released GROVE's tiny
+    test geometry (118 base ids + 10 GLaMM/GROVE tokens); characters outside the alphabet map
+    to ``<unk>``.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    floor = len(CHAR_ALPHABET) + len(SPECIAL_TOKENS)
+    if vocab_size < floor:
+        raise ValueError(f"model.language_model.tiny_vocab_size: {vocab_size} is below the {floor} entries of the "
+                         f"character alphabet plus special tokens")
+    tok = Tokenizer(models.BPE(unk_token=SPECIAL_TOKENS["unk_token"]))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
+    tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="first")
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
+                                  special_tokens=list(SPECIAL_TOKENS.values()), initial_alphabet=CHAR_ALPHABET,
+                                  limit_alphabet=len(CHAR_ALPHABET))
+    tok.train_from_iterator(training_corpus(), trainer=trainer)
+    return tok
 
 
 def _train(vocab_size: int):
@@ -153,7 +181,8 @@ def build_tiny_tokenizer(out_dir: str | os.PathLike, vocab_size: int = VOCAB_SIZ
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".tiny_tokenizer_", dir=out.parent))
         try:
-            fast = PreTrainedTokenizerFast(tokenizer_object=_train(vocab_size), **SPECIAL_TOKENS)
+            trained = _train(vocab_size) if vocab_size >= 256 + len(SPECIAL_TOKENS) else _train_char_level(vocab_size)
+            fast = PreTrainedTokenizerFast(tokenizer_object=trained, **SPECIAL_TOKENS)
             fast.save_pretrained(staging)
             (staging / "grove_tiny_tokenizer.json").write_text(json.dumps({"vocab_size": vocab_size}))
             try:  # atomic publish; a concurrent builder may have won the race, which is fine

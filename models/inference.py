@@ -1,0 +1,99 @@
+"""Full-clip inference schedules: which T-frame windows cover a clip, and which one is captioned.
+
+GROVE sees T frames at a time (T = 8). A clip has N annotated frames (about 40 on the 5-fps
+grid of an 8-second clip), so inference captions the clip once from T frames and then grounds
+the caption on every annotated frame, window by window (GROVE paper, supp. C; the released
+``infer_iground.py``). Three schedules:
+
+- ``official``: the released code's ``sliding_segment_with_mask``. With S = N // T, window k
+  takes frames ``k, S + k, 2S + k, ...`` for k < S; the N mod T frames left at the end get
+  extra windows whose already-seen frames are masked out. The caption comes from window
+  ``(S - 1) // 2``, the central one, whose frames lie near the segment centres.
+- ``interleaved``: W = ceil(N / T) windows, window w takes frames ``w, w + W, w + 2W, ...``
+  (the same spacing as training's one-frame-per-segment sampling, covering all N frames
+  without the official scheme's repeated frames); the caption comes from the clip's
+  segment-centre frames (``caption_positions``).
+- ``contiguous``: consecutive frames ``wT .. wT + T - 1``.
+
+Every schedule returns ``(W, T)`` frame positions and a ``(W, T)`` mask of the positions whose
+prediction is kept (each frame is kept exactly once). Positions past the clip's last frame are
+clamped to it and never kept.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+WINDOW_MODES = ("official", "interleaved", "contiguous")
+
+
+def official_windows(num_frames: int, T: int) -> tuple[Tensor, Tensor, int]:
+    """The released ``sliding_segment_with_mask``: positions, keep mask, caption window index."""
+    if num_frames < T:  # too few frames for T segments: one window, frames repeated
+        positions = torch.arange(T).clamp(max=num_frames - 1).unsqueeze(0)
+        keep = torch.zeros(1, T, dtype=torch.bool)
+        keep[0, :num_frames] = True
+        return positions, keep, 0
+    size, remainder = divmod(num_frames, T)
+    segment_starts = torch.arange(T) * size
+    main = segment_starts.unsqueeze(0) + torch.arange(size).unsqueeze(1)  # (S, T)
+    extra = (segment_starts + size).unsqueeze(0) + torch.arange(remainder).unsqueeze(1)  # (R, T), all < N
+    positions = torch.cat((main, extra), dim=0)
+    return positions, first_occurrence(positions, num_frames), (size - 1) // 2
+
+
+def first_occurrence(positions: Tensor, num_frames: int) -> Tensor:
+    """True where a frame appears for the first time in window order (the released code's mask)."""
+    flat = positions.flatten()
+    order = torch.arange(flat.numel())
+    first = torch.full((num_frames,), flat.numel(), dtype=torch.long).scatter_reduce(0, flat, order, "amin")
+    return (first[flat] == order).view_as(positions)
+
+
+def interleaved_windows(num_frames: int, T: int) -> tuple[Tensor, Tensor]:
+    num_windows = -(-num_frames // T)
+    positions = torch.arange(num_windows).unsqueeze(1) + num_windows * torch.arange(T)
+    keep = positions < num_frames
+    return positions.clamp(max=num_frames - 1), keep
+
+
+def contiguous_windows(num_frames: int, T: int) -> tuple[Tensor, Tensor]:
+    num_windows = -(-num_frames // T)
+    positions = torch.arange(num_windows * T).view(num_windows, T)
+    keep = positions < num_frames
+    return positions.clamp(max=num_frames - 1), keep
+
+
+def clip_windows(num_frames: int, T: int, mode: str) -> tuple[Tensor, Tensor, int | None]:
+    """``(positions (W, T), keep (W, T), caption window or None)`` for one clip of ``num_frames`` frames."""
+    if num_frames < 1:
+        raise ValueError(f"a clip needs at least one frame, got {num_frames}")
+    if mode == "official":
+        return official_windows(num_frames, T)
+    if mode == "interleaved":
+        return (*interleaved_windows(num_frames, T), None)
+    if mode == "contiguous":
+        return (*contiguous_windows(num_frames, T), None)
+    raise ValueError(f"window mode must be one of {WINDOW_MODES}, got {mode!r}")
+
+
+def batch_windows(num_frames: Tensor, T: int, mode: str) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Windows for a batch of clips with ``num_frames (B,)`` frames each.
+
+    Returns ``positions (B, W, T)``, ``keep (B, W, T)`` (clips with fewer windows are padded
+    with never-kept copies of their last window) and, for ``official``, the caption window's
+    positions ``(B, T)``.
+    """
+    per_clip = [clip_windows(int(n), T, mode) for n in num_frames.tolist()]  # a few clips per batch
+    width = max(p.shape[0] for p, _, _ in per_clip)
+    positions = torch.stack([torch.cat((p, p[-1:].expand(width - p.shape[0], -1))) for p, _, _ in per_clip])
+    keep = torch.stack([torch.cat((k, k.new_zeros(width - k.shape[0], T))) for _, k, _ in per_clip])
+    caption = None
+    if mode == "official":
+        caption = torch.stack([p[c] for p, _, c in per_clip])
+    device = num_frames.device
+    return positions.to(device), keep.to(device), None if caption is None else caption.to(device)
+
+
+__all__ = ["WINDOW_MODES", "batch_windows", "clip_windows", "official_windows", "interleaved_windows",
+           "contiguous_windows"]

@@ -53,11 +53,22 @@ class _RestrictedUnpickler(pickle.Unpickler):
         )
 
 
+class CorruptPickleError(pickle.UnpicklingError):
+    """A pickle file that is truncated or not a pickle; the message names the file."""
+
+
 def safe_load(path: str | Path):
-    """Load a pickle file through the restricted unpickler."""
+    """Load a pickle file through the restricted unpickler; a truncated or garbled file raises
+    :class:`CorruptPickleError` naming it (a bare ``EOFError`` would not say which file)."""
     path = Path(path)
     with path.open("rb") as f:
-        return _RestrictedUnpickler(f, str(path)).load()
+        try:
+            return _RestrictedUnpickler(f, str(path)).load()
+        except UnsafePickleError:
+            raise
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError,
+                AttributeError, OverflowError, MemoryError) as err:
+            raise CorruptPickleError(f"{path}: corrupt or truncated pickle ({type(err).__name__}: {err})") from None
 
 
 def safe_loads(data: bytes, source: str = "<bytes>"):

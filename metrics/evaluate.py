@@ -1,25 +1,38 @@
 """Offline evaluator: ``python -m metrics.evaluate --gt <annotations> --pred <predictions.json>``.
 
 GT in any annotation layout the project reads (project JSON, one pickle of all records, a folder
-of per-key pickles); predictions in SPEC §3 JSON. Clips missing from the predictions count as
-empty predictions and are listed; predicted clips absent from the GT are listed and ignored.
-Prints a table and optionally writes the report as JSON.
+of per-key pickles); predictions in SPEC §3 JSON. Two protocols (``docs/evaluation_protocols.md``):
+
+* ``project`` (default): :mod:`metrics.grounding`; clips missing from the predictions count as
+  empty predictions and are listed; predicted clips absent from the GT are listed and ignored.
+* ``official``: the GROVE release's ``eval_iground.py`` (:mod:`metrics.official_iground`), for
+  comparison with published figures; it needs the local ``bert-base-uncased`` folder.
+
+Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_validation`) unless
+``--invalid skip`` drops and counts them; a corrupt file in a GT folder is skipped and counted
+(``--on-corrupt raise`` stops instead). Prints a table and optionally writes the report as JSON.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import pickle
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import core  # noqa: F401
 
-from datamodules.records import read_records
+from datamodules.records import RecordError, read_records
 from metrics.grounding import evaluate_grounding, frames_from_prediction, frames_from_record
+from metrics.prediction_validation import INVALID_POLICIES, validate_predictions
 
 LEVEL_CHOICES = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame")}
+PROTOCOLS = ("project", "official")
+ON_CORRUPT = ("skip", "raise")
+GT_SUFFIXES = (".pkl", ".pickle", ".json")
+_READ_ERRORS = (RecordError, pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, OSError)
 
 
 def load_predictions(path: str | Path) -> dict[str, dict]:
@@ -35,15 +48,55 @@ def load_predictions(path: str | Path) -> dict[str, dict]:
     return data
 
 
-def filter_by_objectness(pred: Mapping[str, Any], threshold: float) -> dict:
-    """Drop boxes whose objectness score is below ``threshold`` (boxes without scores are kept)."""
+def read_ground_truth(path: str | Path, on_corrupt: str = "skip") -> tuple[dict[str, Any], list[str]]:
+    """GT records by key, and the files of a GT folder that could not be read (skipped under ``skip``).
+
+    A single GT file that cannot be read is always an error naming it; in a folder of per-key
+    files each unreadable file is skipped and listed (``on_corrupt="skip"``, the datasets'
+    default policy) or stops the evaluation with its name (``"raise"``).
+    """
+    if on_corrupt not in ON_CORRUPT:
+        raise ValueError(f"on_corrupt must be one of {ON_CORRUPT}, got {on_corrupt!r}")
+    path = Path(path)
+    if not path.is_dir():
+        return {r.key: r for r in _read_gt_file(path)}, []
+    files = sorted(p for p in path.iterdir() if p.suffix in GT_SUFFIXES)
+    if not files:
+        raise RecordError(f"{path}: folder holds no .pkl/.pickle/.json annotation files")
+    records, corrupt = {}, []
+    for f in files:
+        try:
+            got = _read_gt_file(f)
+        except RecordError as err:
+            if on_corrupt == "raise":
+                raise
+            corrupt.append(f"{f} ({err})")
+            continue
+        records.update((r.key, r) for r in got)
+    return records, corrupt
+
+
+def _read_gt_file(path: Path) -> list:
+    try:
+        return read_records(path)
+    except FileNotFoundError:
+        raise
+    except _READ_ERRORS as err:
+        if isinstance(err, RecordError) and str(path) in str(err):
+            raise
+        raise RecordError(f"{path}: cannot read ground truth ({type(err).__name__}: {err})") from None
+
+
+def filter_by_objectness(pred: Mapping[str, Any], threshold: float, strict: bool = False) -> dict:
+    """Drop boxes whose objectness score is below ``threshold`` (``strict``: not above it);
+    boxes without scores are kept."""
     frames = []
     for frame in pred.get("frames", []):
         scores = frame.get("scores")
         if scores is None:
             frames.append(frame)
             continue
-        keep = [i for i, s in enumerate(scores) if s >= threshold]
+        keep = [i for i, s in enumerate(scores) if (s > threshold if strict else s >= threshold)]
         frames.append({**frame, "boxes": [frame["boxes"][i] for i in keep],
                        "labels": [frame["labels"][i] for i in keep], "scores": [scores[i] for i in keep]})
     return {**pred, "frames": frames}
@@ -52,11 +105,59 @@ def filter_by_objectness(pred: Mapping[str, Any], threshold: float) -> dict:
 def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "both",
                    score_source: str = "constant", text_encoder: Any = "minilm",
                    caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
-                   capture: bool = True, objectness_threshold: float | None = None) -> dict[str, Any]:
-    records = {r.key: r for r in read_records(gt_path)}
+                   capture: bool = True, objectness_threshold: float | None = None,
+                   protocol: str = "project", invalid: str = "error", on_corrupt: str = "skip") -> dict[str, Any]:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    records, corrupt = read_ground_truth(gt_path, on_corrupt)
     preds = load_predictions(pred_path)
-    return evaluate_predictions(records, preds, level, score_source, text_encoder, caption_metrics,
-                                capture, objectness_threshold, pred_source=str(pred_path))
+    if protocol == "official":
+        report = evaluate_official(records, preds, text_encoder, caption_metrics, objectness_threshold,
+                                   invalid=invalid, pred_source=str(pred_path))
+    else:
+        report = evaluate_predictions(records, preds, level, score_source, text_encoder, caption_metrics,
+                                      capture, objectness_threshold, pred_source=str(pred_path), invalid=invalid)
+    report["corrupt_ground_truth"] = corrupt
+    return report
+
+
+def _validated(records: Mapping[str, Any], preds: Mapping[str, dict], invalid: str, source: str):
+    known = {k: v for k, v in preds.items() if k in records}
+    sizes = {k: (records[k].width, records[k].height) for k in known}
+    return validate_predictions(known, sizes, policy=invalid, source=source)
+
+
+def evaluate_official(records: Mapping[str, Any], preds: Mapping[str, dict], text_encoder: Any,
+                      caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
+                      objectness_threshold: float | None = None, invalid: str = "error",
+                      pred_source: str = "<memory>") -> dict[str, Any]:
+    """The official GROVE protocol (:mod:`metrics.official_iground`) on in-memory records and predictions.
+
+    ``text_encoder``: an encoder instance, or the local ``bert-base-uncased`` folder (loaded with
+    the script's 512-token truncation); ``"exact"``/``"minilm"`` are accepted but are not the
+    official encoder. ``objectness_threshold`` keeps boxes scored strictly above it, as the
+    official inference does.
+    """
+    from metrics.official_iground import evaluate_official_iground
+
+    if text_encoder is None:
+        raise ValueError("the official protocol's recall embeds phrases with bert-base-uncased: give its local "
+                         "folder (--text-encoder PATH)")
+    if isinstance(text_encoder, (str, os.PathLike)):
+        from metrics.text_encoder import HFMeanPoolEncoder, build_text_encoder
+
+        text_encoder = (HFMeanPoolEncoder(text_encoder, max_length=512) if Path(text_encoder).is_dir()
+                        else build_text_encoder(text_encoder))
+    extra = sorted(k for k in preds if k not in records)
+    checked, validation = _validated(records, preds, invalid, pred_source)
+    if objectness_threshold is not None:
+        checked = {k: filter_by_objectness(p, objectness_threshold, strict=True) for k, p in checked.items()}
+    out = evaluate_official_iground(records, checked, text_encoder, caption_metrics, source=pred_source)
+    return {"metrics": {k: float(v) for k, v in out["metrics"].items()}, "num_clips": len(out["scored_clips"]),
+            "missing_predictions": out["unscored_clips"], "ignored_predictions": extra,
+            "invalid_predictions": validation.as_dict(),
+            "settings": {"protocol": "official", "objectness_threshold": objectness_threshold,
+                         "text_encoder": type(text_encoder).__name__, "invalid": invalid}}
 
 
 def distinct_share(captions: Sequence[str]) -> float:
@@ -70,15 +171,20 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
                          score_source: str = "constant", text_encoder: Any = "minilm",
                          caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
                          capture: bool = True, objectness_threshold: float | None = None,
-                         pred_source: str = "<memory>") -> dict[str, Any]:
-    """The evaluator on in-memory GT records (key -> record) and SPEC §3 predictions."""
+                         pred_source: str = "<memory>", invalid: str = "error") -> dict[str, Any]:
+    """The evaluator on in-memory GT records (key -> record) and SPEC §3 predictions.
+
+    ``invalid``: ``error`` rejects a predicted box that cannot be right (naming clip, frame and
+    field), ``skip`` drops it and counts it in the report's ``invalid_predictions``.
+    """
     if level not in LEVEL_CHOICES:
         raise ValueError(f"level must be one of {sorted(LEVEL_CHOICES)}, got {level!r}")
     missing = sorted(k for k in records if k not in preds)
     extra = sorted(k for k in preds if k not in records)
     keys = sorted(records)
+    checked, validation = _validated(records, preds, invalid, pred_source)
     empty = {"caption": "", "phrases": [], "frames": []}
-    chosen = {k: preds.get(k, empty) for k in keys}
+    chosen = {k: checked.get(k, empty) for k in keys}
     if objectness_threshold is not None:
         chosen = {k: filter_by_objectness(p, objectness_threshold) for k, p in chosen.items()}
     if text_encoder is None or isinstance(text_encoder, (str, os.PathLike)):
@@ -106,8 +212,9 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
         results["CAPTURE"] = float(scored["CAPTURE"])
     return {"metrics": {k: float(v) for k, v in results.items()}, "num_clips": len(keys),
             "missing_predictions": missing, "ignored_predictions": extra,
-            "settings": {"level": level, "score_source": score_source,
-                         "objectness_threshold": objectness_threshold}}
+            "invalid_predictions": validation.as_dict(),
+            "settings": {"protocol": "project", "level": level, "score_source": score_source,
+                         "objectness_threshold": objectness_threshold, "invalid": invalid}}
 
 
 def format_table(report: Mapping[str, Any]) -> str:
@@ -118,32 +225,62 @@ def format_table(report: Mapping[str, Any]) -> str:
         shown = f"{value:.0f}" if name.startswith("num_") else f"{value:.4f}"
         lines.append(f"{name:<{width}}  {shown}")
     lines.append(f"clips evaluated: {report['num_clips']}")
+    official = report.get("settings", {}).get("protocol") == "official"
     if report["missing_predictions"]:
-        lines.append(f"missing from predictions (scored as empty): {len(report['missing_predictions'])}: "
+        how = "left out, as the official protocol does" if official else "scored as empty"
+        lines.append(f"missing from predictions ({how}): {len(report['missing_predictions'])}: "
                      + ", ".join(report["missing_predictions"][:20]))
+    invalid = report.get("invalid_predictions") or {}
+    if invalid.get("skipped_boxes"):
+        fields = ", ".join(f"{f}: {n}" for f, n in invalid["by_field"].items() if n)
+        lines.append(f"invalid predicted boxes skipped: {invalid['skipped_boxes']} ({fields}); first: "
+                     + invalid["examples"][0])
+    if report.get("corrupt_ground_truth"):
+        lines.append(f"unreadable ground-truth files skipped: {len(report['corrupt_ground_truth'])}: "
+                     + "; ".join(report["corrupt_ground_truth"][:5]))
     if report["ignored_predictions"]:
         lines.append(f"predicted clips not in the GT (ignored): {len(report['ignored_predictions'])}: "
                      + ", ".join(report["ignored_predictions"][:20]))
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def build_parser() -> argparse.ArgumentParser:
+    """Every command-line option of the evaluator (one place, so options can be added beside them)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gt", required=True, help="annotation file or folder (JSON, pickle, per-key pickles)")
     parser.add_argument("--pred", required=True, help="predictions JSON (SPEC §3)")
+    parser.add_argument("--protocol", default="project", choices=PROTOCOLS,
+                        help="'project' (default) or 'official' (the GROVE release's eval_iground.py)")
     parser.add_argument("--level", default="both", choices=sorted(LEVEL_CHOICES))
     parser.add_argument("--score-source", default="constant", choices=("constant", "objectness"))
-    parser.add_argument("--text-encoder", default="minilm", help="'minilm', 'exact' or a local HF encoder folder")
+    parser.add_argument("--text-encoder", default=None,
+                        help="'minilm' (project default), 'exact' or a local HF encoder folder; the official "
+                             "protocol needs the local bert-base-uncased folder")
     parser.add_argument("--caption-metrics", default="BLEU-4,METEOR,ROUGE-L,CIDEr",
                         help="comma-separated; empty to skip (METEOR and the tokenizer need Java)")
     parser.add_argument("--no-capture", action="store_true", help="skip CAPTURE")
     parser.add_argument("--objectness-threshold", type=float, default=None,
                         help="drop predicted boxes scored below this before evaluating")
+    parser.add_argument("--invalid", default="error", choices=INVALID_POLICIES,
+                        help="predicted boxes that cannot be right: 'error' (default) or 'skip' (drop and count)")
+    parser.add_argument("--on-corrupt", default="skip", choices=ON_CORRUPT,
+                        help="an unreadable file in a GT folder: 'skip' (default; counted) or 'raise'")
     parser.add_argument("--out", default=None, help="write the report as JSON here")
-    args = parser.parse_args(argv)
-    report = evaluate_files(args.gt, args.pred, args.level, args.score_source, args.text_encoder,
-                            tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture,
-                            args.objectness_threshold)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = build_parser().parse_args(argv)
+    encoder = args.text_encoder
+    if encoder is None and args.protocol == "project":
+        encoder = "minilm"
+    try:
+        report = evaluate_files(args.gt, args.pred, args.level, args.score_source, encoder,
+                                tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture,
+                                args.objectness_threshold, protocol=args.protocol, invalid=args.invalid,
+                                on_corrupt=args.on_corrupt)
+    except (ValueError, RecordError, FileNotFoundError) as err:
+        raise SystemExit(f"error: {err}") from None
     print(format_table(report))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -25,13 +25,21 @@ class GroundedCaptionMetrics(PredictionSetMetric):
         text_encoder: recall's phrase encoder (instance or build_text_encoder spec; None = MiniLM).
         caption_metrics: COCO caption metrics to compute (empty to skip; needs Java).
         capture: also compute CAPTURE (offline spaCy parser).
+        invalid: predicted boxes that cannot be right (:mod:`metrics.prediction_validation`):
+            ``error`` (default) stops with the clip, frame and field; ``skip`` drops them and
+            reports their number as ``invalid_boxes_skipped``.
     """
 
     def __init__(self, references: Iterable | Mapping | None = None, level: str = "both",
                  score_source: str = "constant", text_encoder: Any = None,
                  caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
-                 capture: bool = True, **kwargs):
+                 capture: bool = True, invalid: str = "error", **kwargs):
         super().__init__(**kwargs)
+        from metrics.prediction_validation import INVALID_POLICIES
+
+        if invalid not in INVALID_POLICIES:
+            raise ValueError(f"invalid must be one of {INVALID_POLICIES}, got {invalid!r}")
+        self.invalid = invalid
         self.level = level
         self.score_source = score_source
         self.text_encoder = text_encoder
@@ -55,8 +63,12 @@ class GroundedCaptionMetrics(PredictionSetMetric):
 
         report = evaluate_predictions({k: self.references[k] for k in preds}, preds, level=self.level,
                                       score_source=self.score_source, text_encoder=self.encoder(),
-                                      caption_metrics=self.caption_metrics, capture=self.capture)
-        return {**report["metrics"], "num_clips": float(report["num_clips"])}
+                                      caption_metrics=self.caption_metrics, capture=self.capture,
+                                      invalid=self.invalid)
+        out = {**report["metrics"], "num_clips": float(report["num_clips"])}
+        if self.invalid == "skip":
+            out["invalid_boxes_skipped"] = float(report["invalid_predictions"]["skipped_boxes"])
+        return out
 
     def encoder(self):
         """The phrase/sentence encoder, built once and shared by recall and CAPTURE."""

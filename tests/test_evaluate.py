@@ -1,18 +1,36 @@
-"""Offline evaluator: every GT layout gives the same report; missing/extra clips; threshold filter."""
+"""Offline evaluator: every GT layout gives the same report; missing/extra clips; threshold filter;
+unreadable GT files are named, skipped and counted."""
 import json
 
+import numpy as np
 import pytest
 
-from datamodules.records import write_records_json, write_records_pickle, write_records_pickle_folder
+from datamodules.records import RecordError, write_records_json, write_records_pickle, write_records_pickle_folder
+from datamodules.safe_pickle import CorruptPickleError, safe_load
 from metrics.evaluate import distinct_share, evaluate_files, filter_by_objectness, format_table, main
 from tests.metric_fixtures import random_dataset
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)
 
 
+def valid_predictions(preds: dict) -> dict:
+    """The noisy fixture's predictions made valid: corners ordered, labels among the predicted phrases."""
+    out = {}
+    for key, pred in preds.items():
+        frames = []
+        for f in pred["frames"]:
+            b = np.asarray(f["boxes"], dtype=float).reshape(-1, 4)
+            b = np.concatenate([np.minimum(b[:, :2], b[:, 2:]), np.maximum(b[:, :2], b[:, 2:])], axis=1)
+            labels = [l if l in pred["phrases"] else pred["phrases"][0] for l in f["labels"]]
+            frames.append({**f, "boxes": b.tolist(), "labels": labels})
+        out[key] = {**pred, "frames": frames}
+    return out
+
+
 @pytest.fixture()
 def files(tmp_path):
     records, preds = random_dataset(seed=3, n=6)
+    preds = valid_predictions(preds)
     paths = {
         "json": write_records_json(records, tmp_path / "gt.json"),
         "pickle": write_records_pickle(records, tmp_path / "gt.pkl"),
@@ -79,3 +97,34 @@ def test_distinct_captions_share(files, tmp_path):
     with_captions = dict(FAST, capture=True)  # CAPTURE with the exact encoder: no Java, no model
     assert evaluate_files(paths["json"], q, **with_captions)["metrics"]["distinct_captions"] == 1 / len(records)
     assert "distinct_captions" not in evaluate_files(paths["json"], q, **FAST)["metrics"]  # grounding only
+
+
+def test_corrupt_pickle_names_the_file(tmp_path):
+    bad = tmp_path / "truncated.pkl"
+    bad.write_bytes(b"\x80\x04\x95\x10\x00\x00")
+    with pytest.raises(CorruptPickleError, match="truncated.pkl"):
+        safe_load(bad)
+
+
+def test_corrupt_file_in_gt_folder_is_skipped_and_counted(files, tmp_path):
+    records, _, paths, pred_path = files
+    folder = paths["folder"]
+    victim = folder / f"{records[1].key}.pkl"
+    victim.write_bytes(victim.read_bytes()[:20])  # truncated
+    report = evaluate_files(folder, pred_path, **FAST)
+    assert len(report["corrupt_ground_truth"]) == 1 and str(victim) in report["corrupt_ground_truth"][0]
+    assert report["ignored_predictions"] == [records[1].key]  # its prediction has no GT left
+    assert "unreadable ground-truth files skipped: 1" in format_table(report)
+    with pytest.raises(RecordError, match=str(victim)):
+        evaluate_files(folder, pred_path, on_corrupt="raise", **FAST)
+
+
+def test_corrupt_single_gt_file_is_an_error_naming_it(files, tmp_path):
+    _, _, paths, pred_path = files
+    bad = tmp_path / "all.pkl"
+    bad.write_bytes(paths["pickle"].read_bytes()[:50])
+    with pytest.raises(RecordError, match="all.pkl"):
+        evaluate_files(bad, pred_path, **FAST)
+    with pytest.raises(SystemExit, match="all.pkl"):
+        main(["--gt", str(bad), "--pred", str(pred_path), "--text-encoder", "exact", "--caption-metrics", "",
+              "--no-capture"])

@@ -1,0 +1,159 @@
+"""Checks that predicted boxes can be right before they are scored.
+
+A box that cannot be right would otherwise bend the figures silently: AP ignores an inverted box
+(``x2 < x1``) instead of counting it as a false positive, a label that is not a phrase of the
+predicted caption grounds nothing the caption says, and a score outside ``[0, 1]`` is not a
+probability. Per box, a prediction is invalid when
+
+* ``boxes``: a coordinate is NaN or infinite; the box is inverted (``x2 < x1`` or ``y2 < y1``); or
+  it lies far outside the frame: entirely outside it, or a coordinate more than one frame size
+  outside it (models regress slightly past the border; that stays valid);
+* ``labels``: the label is not one of the predicted caption's phrases (``phrases``, or the
+  ``<p>`` tags of ``tagged_caption`` when ``phrases`` is absent);
+* ``scores``: a score is NaN or outside ``[0, 1]``.
+
+``policy="error"`` (default) raises :class:`InvalidPredictionError` naming the source, clip, frame
+and field; ``policy="skip"`` drops each invalid box (with its label and score) and counts it in a
+:class:`ValidationReport`. Malformed structure (a frame without ``frame``, mismatched lengths) is
+reported by :func:`metrics.grounding.frames_from_prediction` and never skipped.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from datamodules.records import tagged_phrases
+from metrics.grounding import GroundingInputError
+
+INVALID_POLICIES = ("error", "skip")
+FIELDS = ("boxes", "labels", "scores")
+MAX_EXAMPLES = 20
+
+
+class InvalidPredictionError(GroundingInputError):
+    """A predicted box that cannot be right; the message names the source, clip, frame and field."""
+
+
+@dataclass
+class ValidationReport:
+    """What ``policy="skip"`` dropped: boxes per field (a box counts once, at its first failing field)."""
+
+    skipped_boxes: int = 0
+    by_field: Counter = field(default_factory=Counter)
+    examples: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"skipped_boxes": self.skipped_boxes, "by_field": {f: int(self.by_field[f]) for f in FIELDS},
+                "examples": list(self.examples)}
+
+
+def predicted_phrases(prediction: Mapping[str, Any]) -> list[str] | None:
+    """The predicted caption's phrases: ``phrases``, else the tags of ``tagged_caption``, else None."""
+    if prediction.get("phrases") is not None:
+        return [str(p) for p in prediction["phrases"]]
+    if prediction.get("tagged_caption") is not None:
+        return tagged_phrases(str(prediction["tagged_caption"]))
+    return None
+
+
+def _frame_problems(boxes: np.ndarray, labels: list, scores, phrases: set | None, size) -> list[tuple[str, str]]:
+    """Per box: ``(field, reason)`` of its first problem, or ``("", "")`` when it is valid."""
+    n = len(boxes)
+    out = [("", "")] * n
+    finite = np.isfinite(boxes).all(axis=1)
+    with np.errstate(invalid="ignore"):
+        inverted = finite & ((boxes[:, 2] < boxes[:, 0]) | (boxes[:, 3] < boxes[:, 1]))
+        far = np.zeros(n, dtype=bool)
+        if size is not None:
+            w, h = float(size[0]), float(size[1])
+            limits_lo = np.array([-w, -h, -w, -h])
+            limits_hi = np.array([2 * w, 2 * h, 2 * w, 2 * h])
+            beyond = ((boxes < limits_lo) | (boxes > limits_hi)).any(axis=1)
+            outside = (boxes[:, 2] < 0) | (boxes[:, 0] > w) | (boxes[:, 3] < 0) | (boxes[:, 1] > h)
+            far = finite & ~inverted & (beyond | outside)
+    bad_label = np.zeros(n, dtype=bool)
+    if phrases is not None:
+        bad_label = np.array([str(l) not in phrases for l in labels], dtype=bool)
+    elif n:
+        bad_label = np.ones(n, dtype=bool)
+    bad_score = np.zeros(n, dtype=bool)
+    if scores is not None:
+        s = np.asarray(scores, dtype=np.float64).reshape(-1)
+        bad_score = ~(np.isfinite(s) & (s >= 0.0) & (s <= 1.0))
+    for i in np.flatnonzero(~finite | inverted | far | bad_label | bad_score).tolist():
+        if not finite[i]:
+            out[i] = ("boxes", f"non-finite coordinate in {boxes[i].tolist()}")
+        elif inverted[i]:
+            out[i] = ("boxes", f"inverted box {boxes[i].tolist()} (x2 < x1 or y2 < y1)")
+        elif far[i]:
+            out[i] = ("boxes", f"box {boxes[i].tolist()} lies far outside the {size[0]}x{size[1]} frame")
+        elif bad_label[i]:
+            why = (f"label {labels[i]!r} is not a phrase of the predicted caption {sorted(phrases)}"
+                   if phrases is not None else "the prediction lists no 'phrases' (nor a 'tagged_caption')")
+            out[i] = ("labels", why)
+        else:
+            out[i] = ("scores", f"score {float(np.asarray(scores, dtype=np.float64).reshape(-1)[i])} is not in [0, 1]")
+    return out
+
+
+def validate_predictions(predictions: Mapping[str, Mapping[str, Any]], frame_sizes: Mapping[str, tuple] | None = None,
+                         policy: str = "error", source: str = "<memory>"
+                         ) -> tuple[dict[str, dict], ValidationReport]:
+    """Check every predicted box; returns the predictions (invalid boxes dropped under ``skip``) and the report.
+
+    ``frame_sizes`` maps a clip key to its ``(width, height)`` (from the GT record) for the
+    far-outside test; clips without a size skip that test.
+    """
+    if policy not in INVALID_POLICIES:
+        raise ValueError(f"invalid-prediction policy must be one of {INVALID_POLICIES}, got {policy!r}")
+    report = ValidationReport()
+    out: dict[str, dict] = {}
+    for key, pred in predictions.items():
+        frames = pred.get("frames") if isinstance(pred, Mapping) else None
+        if not isinstance(frames, (list, tuple)):
+            out[key] = pred  # structural problems are reported by frames_from_prediction
+            continue
+        phrases = predicted_phrases(pred)
+        phrase_set = set(phrases) if phrases is not None else None
+        size = (frame_sizes or {}).get(key)
+        new_frames, changed = [], False
+        for i, frame in enumerate(frames):
+            if not isinstance(frame, Mapping):
+                new_frames.append(frame)
+                continue
+            try:
+                boxes = np.asarray(frame.get("boxes") or np.zeros((0, 4)), dtype=np.float64).reshape(-1, 4)
+            except (TypeError, ValueError):
+                new_frames.append(frame)
+                continue
+            labels = list(frame.get("labels") or [])
+            scores = frame.get("scores")
+            if len(labels) != len(boxes) or (scores is not None and len(scores) != len(boxes)):
+                new_frames.append(frame)
+                continue
+            problems = _frame_problems(boxes, labels, scores, phrase_set, size)
+            bad = [j for j, (f, _) in enumerate(problems) if f]
+            if not bad:
+                new_frames.append(frame)
+                continue
+            where = f"{source}, clip '{key}', frame {frame.get('frame')} (frames[{i}])"
+            if policy == "error":
+                j = bad[0]
+                raise InvalidPredictionError(f"{where}, field '{problems[j][0]}' [{j}]: {problems[j][1]} "
+                                             "(or evaluate with the skip option to drop and count such boxes)")
+            keep = [j for j in range(len(boxes)) if not problems[j][0]]
+            for j in bad:
+                report.skipped_boxes += 1
+                report.by_field[problems[j][0]] += 1
+                if len(report.examples) < MAX_EXAMPLES:
+                    report.examples.append(f"{where}, field '{problems[j][0]}' [{j}]: {problems[j][1]}")
+            kept = {**frame, "boxes": boxes[keep].tolist(), "labels": [labels[j] for j in keep]}
+            if scores is not None:
+                kept["scores"] = [scores[j] for j in keep]
+            new_frames.append(kept)
+            changed = True
+        out[key] = {**pred, "frames": new_frames} if changed else pred
+    return out, report

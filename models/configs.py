@@ -163,6 +163,43 @@ def paper_configs(clip_checkpoint: str | None = None, sam_checkpoint: str | None
     }
 
 
+def model_configs_from_yaml(paths: list[str | Path]) -> dict:
+    """``Grove`` keyword arguments (the four part configs) from stacked ``cli.py`` YAML configs.
+
+    Later files override earlier ones key by key, as ``cli.py --config a.yaml --config b.yaml``
+    does; the parts are read from ``model.init_args``. Unknown keys are errors naming the file.
+    """
+    import yaml
+
+    merged: dict = {}
+
+    def merge(into: dict, new: dict) -> None:
+        for key, value in new.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+
+    for path in paths:
+        with open(path) as handle:
+            data = yaml.safe_load(handle) or {}
+        merge(merged, (data.get("model") or {}).get("init_args") or {})
+    classes = {"global_encoder": GlobalEncoderConfig, "grounding_encoder": GroundingEncoderConfig,
+               "language_model": LanguageModelConfig, "decoder": DecoderConfig}
+    out = {}
+    for name, cls in classes.items():
+        values = dict(merged.get(name) or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"{', '.join(map(str, paths))}: model.init_args.{name} has unknown keys {unknown}")
+        for key in ("pool_grid", "adapter_kernel"):
+            if key in values:
+                values[key] = tuple(values[key])
+        out[name] = cls(**values)
+    return out
+
+
 def require_path(path: str | None, key: str) -> Path:
     """The local file or folder a config key names; a clear error when it is missing."""
     if path is None or not Path(path).expanduser().exists():

@@ -1,0 +1,45 @@
+"""Convert (or check) a released GROVE checkpoint for this project.
+
+    python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml --check
+    python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml --out grove.ckpt
+
+CKPT is a DeepSpeed zero_to_fp32 ``.bin`` or the Hugging Face folder of the same model. ``--check``
+reads no weights (the model is built on the meta device; works on a checkpoint of meta tensors)
+and prints what every key became; both modes exit with status 1 naming each unaccounted key,
+missing tensor or shape mismatch. The ``--out`` file is what ``cli.py predict/test --ckpt_path``
+and ``callbacks.InitFromCheckpoint`` take.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from models.official_checkpoint import check_official, convert_official_file  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", help="official .bin (zero_to_fp32) or Hugging Face folder")
+    parser.add_argument("--config", action="append", required=True,
+                        help="cli.py config(s) describing the model, stacked as cli.py does")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="check keys and shapes only")
+    mode.add_argument("--out", help="write the converted Lightning checkpoint here")
+    args = parser.parse_args(argv)
+    if args.check:
+        report, notes = check_official(args.checkpoint, args.config)
+    else:
+        report, notes = convert_official_file(args.checkpoint, args.config, args.out)
+    for note in notes:
+        print(f"note: {note}")
+    print(report.table())
+    if report.ok and args.out:
+        print(f"wrote {args.out}")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

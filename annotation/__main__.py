@@ -1,0 +1,84 @@
+"""Command line: ``python -m annotation run ...`` and ``python -m annotation score ...``.
+
+run    annotate videos (Stages 1-3) into OUT/annotations (HowToGround1M per-key pickles) + OUT/report.json
+score  score an output against ground truth with the project's evaluator
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
+
+
+def _run(args) -> dict:
+    from annotation.config import load_config
+    from annotation.run import run_annotation
+
+    overrides = {}
+    if args.batch_size is not None:
+        overrides["engine"] = {"batch_size": args.batch_size}
+    config = load_config(args.config, overrides)
+    report = run_annotation(config, list(args.config), args.videos, args.out, args.truth, args.engine, args.limit,
+                            args.retry_rejected, not args.no_progress, args.ray_address)
+    summary = {k: report[k] for k in ("clips", "stages", "wall_s", "rejected_by_reason")}
+    print(json.dumps(summary, indent=2))
+    print(f"report written to {Path(args.out) / 'report.json'}")
+    return report
+
+
+def _score(args) -> dict:
+    from annotation.scoring import score_output
+    from metrics.evaluate import format_table
+
+    report = score_output(args.pred, args.truth, args.clips, args.text_encoder,
+                          tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture)
+    print(format_table(report))
+    cov = report["coverage"]
+    print(f"accepted clips: {cov['accepted']} of {cov['truth_clips']} ({cov['accepted_share']:.1%}); scored: {cov['scored_clips']}")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=2))
+        print(f"report written to {args.out}")
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m annotation", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="annotate videos")
+    run.add_argument("--config", action="append", required=True,
+                     help="YAML config; repeat to stack overlays (later files override earlier ones)")
+    run.add_argument("--videos", required=True, help="folder of videos (or of frame folders)")
+    run.add_argument("--out", required=True, help="output folder (re-runs resume in it)")
+    run.add_argument("--truth", default=None,
+                     help="ground-truth annotations: the clips to annotate, and the noisy-oracle Stage 1's source")
+    run.add_argument("--engine", default="local", choices=("local", "ray"))
+    run.add_argument("--ray-address", default=None,
+                     help="address of an existing Ray cluster ('auto' or ray://host:10001); default: a local instance")
+    run.add_argument("--limit", type=int, default=None, help="annotate at most the first N planned clips")
+    run.add_argument("--batch-size", type=int, default=None, help="clips per batch (overrides engine.batch_size)")
+    run.add_argument("--retry-rejected", action="store_true", help="redo clips rejected by an earlier run")
+    run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    score = sub.add_parser("score", help="score an output against ground truth")
+    score.add_argument("--pred", required=True, help="pipeline output folder (OUT or OUT/annotations)")
+    score.add_argument("--truth", required=True, help="ground-truth annotations (any layout the project reads)")
+    score.add_argument("--out", default=None, help="write the report as JSON here")
+    score.add_argument("--clips", default="accepted", choices=("accepted", "all"),
+                       help="score the accepted clips only, or all GT clips (missing ones as empty)")
+    score.add_argument("--text-encoder", default="minilm", help="'minilm', 'exact' or a local HF encoder folder")
+    score.add_argument("--caption-metrics", default="BLEU-4,METEOR,ROUGE-L,CIDEr",
+                       help="comma-separated; empty to skip (METEOR and the tokenizer need Java)")
+    score.add_argument("--no-capture", action="store_true", help="skip CAPTURE")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    return _run(args) if args.command == "run" else _score(args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,203 @@
+"""Stage 2, video-level caption aggregation (GROVE paper, sec. 3): frame captions -> one tagged caption.
+
+Two aggregators share one interface (:meth:`aggregate` on a batch of clips):
+
+* :class:`LLMCaptionAggregator` prompts an LLM with Figure 11 (SVO triplets, or the full frame
+  captions in the "Alt. Stage 2" variant) and parses ``{'CAPTION': ...}``, retrying bad answers;
+* :class:`RuleCaptionAggregator`, the offline backend: the salient subjects are those named in
+  enough frames (names that never occur in the same frame and share a word, or are generic like
+  "an object", are merged as one object seen under several names); each gets its most frequent
+  action, and clauses follow first appearance ("<p>a red circle</p> enters from the left, then
+  ..."); an action's object is tagged when Stage 1 grounds it in enough frames. With ``input: captions`` it keeps the most frequent frame caption and tags its grounded
+  phrases.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from annotation.chat import ChatBackend, ChatBackendError, ask_with_retries
+from annotation.frame_annotations import ClipFrameAnnotations
+from annotation.outcomes import Rejection
+from annotation.prompts import parse_caption_answer, stage2_messages
+from annotation.svo import SVOParser, SVOTriplet, strip_article
+from datamodules.records import tagged_phrases
+
+SCENE_WORDS = {"image", "picture", "photo", "photograph", "frame", "scene", "view", "shot", "screen", "video",
+               "background", "foreground", "camera", "there"}
+GENERIC_WORDS = {"object", "objects", "thing", "things", "item", "items", "shape", "shapes", "stuff", "something"}
+
+
+@dataclass(frozen=True)
+class VideoCaption:
+    """Stage 2 output: the tagged caption and its distinct tagged phrases in order."""
+
+    tagged_caption: str
+    phrases: tuple[str, ...]
+
+
+def _indefinite(phrase: str) -> str:
+    words = phrase.split()
+    if words and words[0].lower() in ("a", "an", "the"):
+        rest = words[1:]
+        if rest:
+            return ("an " if rest[0][0].lower() in "aeiou" else "a ") + " ".join(rest)
+    return phrase
+
+
+class RuleCaptionAggregator:
+    """Offline Stage 2. ``min_share``: fewest frames (share of the clip's sampled frames) naming an
+    object for it to be salient; ``max_subjects``: most objects per caption; ``merge_overlap``:
+    largest share of frames two names may share and still be merged as one object."""
+
+    name = "rule"
+
+    def __init__(self, input: str = "svo", min_share: float = 0.2, max_subjects: int = 3,
+                 merge_overlap: float = 0.1, parser: SVOParser | None = None):
+        if input not in ("svo", "captions"):
+            raise ValueError(f"stage2.input must be 'svo' or 'captions', got {input!r}")
+        self.input = input
+        self.min_share, self.max_subjects, self.merge_overlap = float(min_share), int(max_subjects), float(merge_overlap)
+        self._parser = parser if parser is not None or input == "captions" else SVOParser()
+
+    @property
+    def parser(self) -> SVOParser:
+        if self._parser is None:
+            self._parser = SVOParser()
+        return self._parser
+
+    def aggregate(self, clips: list[ClipFrameAnnotations]) -> list[VideoCaption | Rejection]:
+        if self.input == "captions":
+            return [self._from_captions(c) for c in clips]
+        captions = [f.caption for c in clips for f in c.frames]
+        parsed = self.parser.parse(captions)
+        out, start = [], 0
+        for clip in clips:
+            frames = parsed[start:start + len(clip.frames)]
+            start += len(clip.frames)
+            out.append(self._from_triplets(clip, frames))
+        return out
+
+    def _grounded_often(self, clip: ClipFrameAnnotations, phrase: str) -> bool:
+        """Is ``phrase`` (articles aside) grounded by Stage 1 in at least ``min_share`` of the frames?"""
+        wanted = strip_article(phrase.lower())
+        hits = sum(any(strip_article(p.lower()) == wanted for p in f.phrases) for f in clip.frames)
+        return hits >= self.min_share * max(1, len(clip.frames))
+
+    def _from_triplets(self, clip: ClipFrameAnnotations, frames: list[list[SVOTriplet]]) -> VideoCaption | Rejection:
+        key = clip.key
+        mentions: dict[str, set[int]] = defaultdict(set)
+        surfaces: dict[str, Counter] = defaultdict(Counter)
+        clauses: dict[str, Counter] = defaultdict(Counter)
+        examples: dict[tuple[str, str], SVOTriplet] = {}
+        first: dict[str, int] = {}
+        for f, triplets in enumerate(frames):
+            for t in triplets:
+                subject = strip_article(t.subject.lower())
+                if not subject or subject.split()[-1] in SCENE_WORDS:
+                    continue
+                mentions[subject].add(f)
+                surfaces[subject][t.subject.lower()] += 1
+                clause = t.clause()
+                clauses[subject][clause] += 1
+                examples.setdefault((subject, clause), t)
+                first.setdefault(subject, f)
+        if not mentions:
+            return Rejection(key, "stage2", "no subject in the frame captions")
+        num_frames = max(1, len(frames))
+        # most-named first; a name joins an earlier cluster if they (almost) never share a frame and
+        # share a content word, or if it is generic ("an object")
+        names = sorted(mentions, key=lambda s: (-len(mentions[s]), first[s], s))
+        clusters: list[dict] = []
+        for name in names:
+            words = set(name.split())
+            content = words - GENERIC_WORDS
+            for cluster in clusters:
+                overlap = len(mentions[name] & cluster["frames"]) / num_frames
+                if overlap <= self.merge_overlap and (not content or content & cluster["content"]):
+                    cluster["names"].append(name)
+                    cluster["frames"] |= mentions[name]
+                    break
+            else:
+                clusters.append({"names": [name], "frames": set(mentions[name]), "content": content})
+        salient = [c for c in clusters if len(c["frames"]) / num_frames >= self.min_share][:self.max_subjects]
+        if not salient:
+            return Rejection(key, "stage2", f"no object is named in at least {self.min_share:.0%} of the frames")
+        salient.sort(key=lambda c: (min(c["frames"]), c["names"][0]))
+        parts = []
+        for cluster in salient:
+            top = cluster["names"][0]
+            phrase = _indefinite(surfaces[top].most_common(1)[0][0])
+            votes = Counter()
+            for name in cluster["names"]:
+                votes.update(clauses[name])
+            clause = min(votes, key=lambda c: (-votes[c], c))
+            owner = next(n for n in cluster["names"] if (n, clause) in examples)
+            triplet = examples[(owner, clause)]
+            obj = triplet.object
+            # the object is tagged too when it is an object of interest: grounded in enough frames
+            if obj and obj in clause and self._grounded_often(clip, obj):
+                clause = clause.replace(obj, f"<p>{obj}</p>", 1)
+            parts.append(f"<p>{phrase}</p> {clause}")
+        tagged = ", then ".join(parts) + "."
+        return VideoCaption(tagged, tuple(dict.fromkeys(tagged_phrases(tagged))))
+
+    def _from_captions(self, clip: ClipFrameAnnotations) -> VideoCaption | Rejection:
+        if not clip.frames:
+            return Rejection(clip.key, "stage2", "no frame captions")
+        counts = Counter(" ".join(f.caption.lower().split()) for f in clip.frames)
+        best = max(range(len(clip.frames)),
+                   key=lambda i: (counts[" ".join(clip.frames[i].caption.lower().split())], -i))
+        frame = clip.frames[best]
+        caption, phrases = frame.caption, []
+        for phrase in dict.fromkeys(frame.phrases):
+            at = caption.lower().find(phrase.lower())
+            if at < 0 or "<p>" in caption[max(0, at - 3):at]:
+                continue
+            surface = caption[at:at + len(phrase)]
+            caption = caption[:at] + f"<p>{surface}</p>" + caption[at + len(phrase):]
+            phrases.append(surface)
+        if not phrases:
+            return Rejection(clip.key, "stage2", "the most frequent frame caption grounds no phrase")
+        return VideoCaption(caption, tuple(dict.fromkeys(tagged_phrases(caption))))
+
+
+class LLMCaptionAggregator:
+    """Stage 2 with an LLM and the Figure 11 prompt; ``input``: ``svo`` (the paper) or ``captions``."""
+
+    name = "llm"
+
+    def __init__(self, chat: ChatBackend, input: str = "svo", max_retries: int = 2, parser: SVOParser | None = None):
+        if input not in ("svo", "captions"):
+            raise ValueError(f"stage2.input must be 'svo' or 'captions', got {input!r}")
+        self.chat, self.input, self.max_retries = chat, input, int(max_retries)
+        self._parser = parser if parser is not None or input == "captions" else SVOParser()
+
+    @property
+    def parser(self) -> SVOParser:
+        if self._parser is None:
+            self._parser = SVOParser()
+        return self._parser
+
+    def conversations(self, clips: list[ClipFrameAnnotations]) -> list[list[dict]]:
+        if self.input == "captions":
+            return [stage2_messages([f.caption for f in c.frames], "captions") for c in clips]
+        parsed = self.parser.parse([f.caption for c in clips for f in c.frames])
+        out, start = [], 0
+        for clip in clips:
+            frames = parsed[start:start + len(clip.frames)]
+            start += len(clip.frames)
+            out.append(stage2_messages([[t.as_prompt_list() for t in frame] for frame in frames], "svo"))
+        return out
+
+    def aggregate(self, clips: list[ClipFrameAnnotations]) -> list[VideoCaption | Rejection]:
+        if not clips:
+            return []
+        try:
+            answers = ask_with_retries(self.chat, self.conversations(clips), lambda _, text: parse_caption_answer(text),
+                                       self.max_retries)
+        except ChatBackendError as err:
+            return [Rejection(c.key, "stage2", f"LLM backend failed: {err}", retryable=True) for c in clips]
+        return [VideoCaption(value[0], tuple(value[1])) if value is not None
+                else Rejection(clip.key, "stage2", f"LLM caption: {reason}")
+                for clip, (value, reason) in zip(clips, answers)]

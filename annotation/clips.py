@@ -1,0 +1,116 @@
+"""Which clips a run annotates: from the ground-truth records, or cut from every video in a folder.
+
+A clip is named by ``{video_id}_{clip_id}``, the record key of the HowToGround1M layout. With
+ground truth (``--truth``) the clips are exactly its records' clips (same video, frames and key),
+so the output can be scored key by key. Without it every video of the folder is one clip, or is
+cut into consecutive windows of ``seconds`` (the paper annotates 8-s clips).
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable
+
+from datamodules.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES, VideoDecodeError, open_video
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    """One clip to annotate. ``end_frame=None``: up to the video's last frame; ``fps=None``: the video's."""
+
+    video_fname: str
+    video_id: str
+    clip_id: str
+    start_frame: int = 0
+    end_frame: int | None = None
+    fps: float | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.video_id}_{self.clip_id}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ClipSpec":
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class SkippedClip:
+    """A clip (or a whole video) that could not be read; ``reason`` names the file and the failure."""
+
+    key: str
+    video_fname: str
+    reason: str
+
+
+def find_videos(folder: str | Path) -> list[str]:
+    """Video files (and frame folders holding images) under ``folder``, as sorted relative paths."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"--videos {folder}: not a folder")
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.suffix.lower() in VIDEO_SUFFIXES and not path.name.startswith("."):
+            found.append(path.relative_to(folder).as_posix())
+        elif path.is_dir() and any(p.suffix.lower() in IMAGE_SUFFIXES for p in path.iterdir()):
+            found.append(path.relative_to(folder).as_posix())
+    return found
+
+
+def video_id_of(relative: str) -> str:
+    """Record ``video_id`` of a video: its relative path without suffix, folders joined by ``__``."""
+    path = Path(relative)
+    stem = path.with_suffix("") if path.suffix.lower() in VIDEO_SUFFIXES else path
+    return "__".join(stem.parts)
+
+
+def clips_from_records(records: Iterable) -> list[ClipSpec]:
+    """The clips of ground-truth records (their video, frame span, rate and key)."""
+    return [ClipSpec(r.video_fname, r.video_id, r.clip_id, int(r.clip_start_frame), int(r.clip_end_frame), float(r.fps))
+            for r in records]
+
+
+def clips_from_videos(folder: str | Path, seconds: float | None = None, min_seconds: float = 2.0,
+                      ) -> tuple[list[ClipSpec], list[SkippedClip]]:
+    """Every video under ``folder`` as one clip (``seconds=None``) or as consecutive ``seconds`` windows.
+
+    A last window shorter than ``min_seconds`` is dropped. Cutting windows reads each video's
+    header; a video whose header cannot be read is returned as skipped, with the reason.
+    """
+    videos = find_videos(folder)
+    by_id: dict[str, list[str]] = defaultdict(list)
+    for v in videos:
+        by_id[video_id_of(v)].append(v)
+    clashes = {k: v for k, v in by_id.items() if len(v) > 1}
+    if clashes:
+        k, v = next(iter(clashes.items()))
+        raise ValueError(f"--videos {folder}: {', '.join(v)} would share the record video_id '{k}'; rename one")
+    specs, skipped = [], []
+    for v in videos:
+        vid = video_id_of(v)
+        if seconds is None:
+            specs.append(ClipSpec(v, vid, "0"))
+            continue
+        try:
+            with open_video(folder, v) as source:
+                fps, num_frames = source.fps, source.num_frames
+        except (VideoDecodeError, OSError) as err:
+            skipped.append(SkippedClip(f"{vid}_*", v, str(err)))
+            continue
+        if not fps:
+            skipped.append(SkippedClip(f"{vid}_*", v, f"{v}: no frame rate known, cannot cut {seconds}-s clips"))
+            continue
+        window = max(1, int(round(seconds * fps)))
+        shortest = int(round(min_seconds * fps))
+        for i, start in enumerate(range(0, num_frames, window)):
+            end = min(start + window, num_frames) - 1
+            if end - start + 1 >= shortest or i == 0:
+                specs.append(ClipSpec(v, vid, str(i), start, end, float(fps)))
+    return specs, skipped

@@ -1,0 +1,74 @@
+"""``python -m annotation run``: plan the clips, skip those already done, run an engine, write records and report."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from annotation.clips import SkippedClip, clips_from_records, clips_from_videos
+from annotation.outcomes import Rejection
+from annotation.output import OutputFolder
+from annotation.report import RunReport
+from datamodules.records import GroundedRecord, read_records
+
+log = logging.getLogger(__name__)
+
+
+def plan_clips(config: dict, videos: str | Path, truth: str | Path | None, limit: int | None = None):
+    """The clips to annotate (ground-truth clips when ``truth`` is given) and the videos skipped while planning."""
+    if truth is not None:
+        specs, skipped = clips_from_records(read_records(truth)), []
+    else:
+        specs, skipped = clips_from_videos(videos, config["clips"]["seconds"], config["clips"]["min_seconds"])
+    keys = [s.key for s in specs]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise ValueError(f"clip key '{dup}' appears twice in {'--truth ' + str(truth) if truth else '--videos'}")
+    if limit is not None:
+        specs = specs[:int(limit)]
+    return specs, skipped
+
+
+def make_engine(name: str, config: dict, videos, truth, progress: bool, ray_address: str | None = None):
+    if name == "local":
+        from annotation.local_engine import LocalEngine
+
+        return LocalEngine(config, videos, truth, progress)
+    if name == "ray":
+        from annotation.ray_engine import RayEngine
+
+        return RayEngine(config, videos, truth, progress, address=ray_address)
+    raise ValueError(f"--engine must be 'local' or 'ray', got {name!r}")
+
+
+def run_annotation(config: dict, config_files: list[str], videos: str | Path, out: str | Path,
+                   truth: str | Path | None = None, engine: str = "local", limit: int | None = None,
+                   retry_rejected: bool = False, progress: bool = True, ray_address: str | None = None) -> dict:
+    """Annotate the clips not yet done under ``out``; returns the report (also ``out/report.json``)."""
+    output = OutputFolder(out)
+    specs, skipped = plan_clips(config, videos, truth, limit)
+    done = output.done_keys(retry_rejected)
+    todo = [s for s in specs if s.key not in done]
+    report = RunReport(engine, config_files, planned=len(specs), already_done=len(specs) - len(todo))
+    report.skipped.extend(skipped)
+    if todo:
+        runner = make_engine(engine, config, videos, truth, progress, ray_address)
+        for results, timings, clips, readable in runner.process(todo):
+            for result in results:
+                if isinstance(result, GroundedRecord):
+                    output.write_record(result)
+                    report.accepted += 1
+                elif isinstance(result, Rejection):
+                    output.write_rejection(result)
+                    report.rejected.append(result)
+                elif isinstance(result, SkippedClip):
+                    log.warning("skipped %s: %s", result.key, result.reason)
+                    report.skipped.append(result)
+            report.add_timings({k: v for k, v in timings.items() if k in ("decode", "stage1")}, clips)
+            report.add_timings({k: v for k, v in timings.items() if k not in ("decode", "stage1")}, readable)
+            report.write(output.root / "report.json", _totals(output))
+    output.close()
+    return report.write(output.root / "report.json", _totals(output))
+
+
+def _totals(output: OutputFolder) -> dict:
+    return {"accepted": len(output.accepted_keys()), "rejected": len(output.rejected_reasons())}

@@ -18,8 +18,9 @@ frames) against the annotated segments of a split:
 * ``F1_all`` / ``F1_loc``: per-class accuracies summed and divided by the number of classes of
   the predicted segments, then ``2PR / (P + R)``;
 * ``F1_all_per_sent`` / ``F1_loc_per_sent``: precision, recall and F1 per predicted segment
-  (segments with no precision or no recall entry are left out), summed and divided by the number
-  of submitted segments minus the left-out ones;
+  (a segment with no recall entry is left out; one with recall entries but no precision entry
+  has precision 0), summed and divided by the number of submitted segments minus the left-out
+  ones;
 * ``GT`` mode (grounding given the ground-truth sentence): per annotated word, the prediction
   with that word index; accuracy averaged over classes.
 
@@ -310,10 +311,11 @@ def evaluate_anet_entities(reference: Mapping[str, Mapping[str, Mapping]], submi
         ps, rs, fs, left_out = [], [], [], 0
         for vid, seg, _ in predicted:
             prec_list, rec_list = per_sent["prec"].get((vid, seg), []), per_sent["rec"].get((vid, seg), [])
-            if not prec_list or not rec_list:
+            if not rec_list:  # no target object to recall: left out, as the script does
                 left_out += 1
                 continue
-            p_s, r_s = float(np.mean(prec_list)), float(np.mean(rec_list))
+            # an empty precision list (nothing predicted that could be checked) is precision 0
+            p_s, r_s = (float(np.mean(prec_list)) if prec_list else 0.0), float(np.mean(rec_list))
             ps.append(p_s)
             rs.append(r_s)
             fs.append(_f1(p_s, r_s))

@@ -154,6 +154,21 @@ def test_hand_computed_f1(lemmatize):
     assert out["num_classes"] == 2 and out["num_segments"] == 3
 
 
+def test_segment_with_an_empty_precision_list_counts_zero(lemmatize):
+    """The official rule: recall entries but no precision entry -> P = R = F1 = 0, not left out."""
+    reference = {"v_val000001": anet_segments()["v_val000001"]}
+    sub = {"v_val000001": {
+        "0": hand_submission()["v_val000001"]["0"],
+        # "camera" is a non-object word of segment 1: ignored by precision, so its list is empty
+        "1": {"clss": ["camera"], "idx_in_sent": [5], "bbox_for_all_frames": [_with({})]},
+    }}
+    out = evaluate_anet_entities(reference, sub, lemmatize)
+    # segment 0: P = R = F1 = 2/3 (as above); segment 1: recall [0], precision [] -> 0; 2 segments
+    assert out["precision_all_per_sent"] == pytest.approx((2 / 3 + 0) / 2)
+    assert out["recall_all_per_sent"] == pytest.approx((2 / 3 + 0) / 2)
+    assert out["F1_all_per_sent"] == pytest.approx((2 / 3 + 0) / 2)
+
+
 def test_hand_computed_gt_mode():
     sub = {"v_val000001": {
         "0": {"clss": ["man", "ball", "man"], "idx_in_sent": [1, 4, 7],

@@ -38,10 +38,11 @@ class JudgePrompter:
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.end_token_id
         self.temporal_patch_size = int(video_processor.temporal_patch_size)
 
-    def prompt_text(self, caption: str, num_video_tokens: int) -> str:
-        """Prompt D.6 with the caption, in the chosen chat template."""
+    def prompt_text(self, caption: str, num_video_tokens: int, instruction: str | None = None) -> str:
+        """Prompt D.6 with the caption (or another ``instruction`` about the video), in the chosen chat template."""
         video = f"<|vision_start|>{VIDEO_TOKEN * num_video_tokens}<|vision_end|>"
-        instruction = JUDGE_INSTRUCTION.format(caption=caption)
+        if instruction is None:
+            instruction = JUDGE_INSTRUCTION.format(caption=caption)
         if self.template == "qwen":
             return (f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{video}{instruction}"
                     "<|im_end|>\n<|im_start|>assistant\n")
@@ -61,14 +62,18 @@ class JudgePrompter:
         return int(grid_thw.prod()) // int(self.video_processor.merge_size) ** 2
 
     def encode(self, frames: np.ndarray | Tensor, caption: str, answer: str | None = None,
-               sampled_fps: float | None = None, error_spans: Sequence[tuple[int, int]] | None = None) -> dict[str, Any]:
+               sampled_fps: float | None = None, error_spans: Sequence[tuple[int, int]] | None = None,
+               instruction: str | None = None) -> dict[str, Any]:
         """One sample: prompt ids, answer ids (loss only there) and the video's patches.
 
+        ``instruction`` replaces the judge prompt (a captioner's request; then ``caption`` is unused).
         ``error_spans`` (character spans of
         ``caption`` that are wrong, ``[]`` for a correct caption) adds ``error_labels``: per prompt
         token 1 inside a span, 0 elsewhere in the caption, -100 outside it."""
+        if error_spans is not None and instruction is not None:
+            raise ValueError("error_spans label the caption of the judge prompt; an instruction prompt has none")
         pixels, grid = self.encode_video(frames)
-        text = self.prompt_text(caption, self.num_video_tokens(grid))
+        text = self.prompt_text(caption, self.num_video_tokens(grid), instruction)
         encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=error_spans is not None)
         prompt = encoded["input_ids"]
         sample = {"prompt_ids": torch.tensor(prompt, dtype=torch.long), "pixel_values_videos": pixels,

@@ -1,6 +1,6 @@
 """VCInspectorScore: rate the captions a captioning model generates, with a trained VC-Inspector judge.
 
-A reference-free check of caption quality during GROVE's validation and test (seed 004): every
+A reference-free check of caption quality during GROVE's validation and test (VC-Inspector paper): every
 generated caption is scored 1-5 by the judge from the clip's frames; the callback logs the mean
 parsed score as ``{stage}/vc_inspector`` and the share of answers whose score line could not be
 read as ``{stage}/vc_inspector_unparsable`` (those are never counted as a score).

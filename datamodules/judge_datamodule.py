@@ -44,6 +44,7 @@ class JudgeDataModule(L.LightningDataModule):
         shuffle_eval_videos: pair every val / test caption with another row's clip (a fixed
             permutation). A control: a judge that really looks at the video loses its correlation,
             one that reads only the caption keeps it.
+        on_corrupt: ``skip`` (count and report) or ``raise`` for a missing or undecodable video.
         prompter: the model's JudgePrompter; linked from the model by the CLI, not configured here.
     """
 
@@ -67,7 +68,7 @@ class JudgeDataModule(L.LightningDataModule):
         cache_frames: int = 0,
         max_eval_rows: int | None = None,
         shuffle_eval_videos: bool = False,
-        on_error: str = "skip",
+        on_corrupt: str = "skip",
         prompter: Any = None,
     ):
         super().__init__()
@@ -131,7 +132,7 @@ class JudgeDataModule(L.LightningDataModule):
         if split != "train" and hp.shuffle_eval_videos:
             rows = shuffle_videos(rows, seed=0)
         return JudgeDataset(rows, root, self.prompter, num_frames=hp.num_frames, with_answer=True,
-                            cache_frames=hp.cache_frames, on_error=hp.on_error)
+                            cache_frames=hp.cache_frames, on_error=hp.on_corrupt)
 
     def _loader(self, split: str, train: bool) -> DataLoader:
         if split not in self.datasets:

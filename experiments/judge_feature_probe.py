@@ -1,7 +1,7 @@
 """Does the judge's vision tower carry what a judge needs? A verifier trained on its frozen tokens.
 
 A random toy judge has to learn from the corruptions alone to compare a caption with its clip
-(README, "The VC-Inspector judge"). When it does not, this diagnostic separates the two suspects,
+(docs/judge.md). When it does not, this diagnostic separates the two suspects,
 the video features and the language model. It caches the frozen vision tokens (merger output) of the
 judge's training and validation clips. It then trains a small transformer from scratch that
 reads the tokens and a caption, and flags every caption token a corruption changed, with labels

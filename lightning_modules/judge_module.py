@@ -1,4 +1,4 @@
-"""JudgeModule: training and evaluation of the VC-Inspector judge (seed 004). The model is in models/judge.py.
+"""JudgeModule: training and evaluation of the VC-Inspector judge (VC-Inspector paper). The model is in models/judge.py.
 
 Training minimises the cross-entropy of the answer (score line + explanation) given the video and
 the D.6 prompt. Validation and test generate greedily, parse the score line and correlate the

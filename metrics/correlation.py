@@ -1,6 +1,6 @@
 """Rank correlation of judge scores with reference scores: Kendall tau-b and Spearman rho.
 
-The judge-evaluation protocol of VATEX-Eval (seed 004 §4): correlate a metric's per-caption scores
+The judge-evaluation protocol of VATEX-Eval (VC-Inspector paper, section 4): correlate a metric's per-caption scores
 with the ground truth (human ratings averaged over annotators, or the generated scores of
 synthetic corruptions). Both statistics handle ties as scipy.stats does (tau-b; average ranks).
 Unparsable judge answers carry no score; :class:`JudgeCorrelation` counts them and correlates

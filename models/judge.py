@@ -86,8 +86,8 @@ def load_vision_weights(tower: nn.Module, path: str | Path) -> None:
     """Load a Qwen2.5-VL vision tower (with its merger) from a local state-dict file, all keys required."""
     location = Path(path)
     if not location.is_file():
-        raise FileNotFoundError(f"model.init_args.vision_checkpoint: {location} does not exist (README, "
-                                "'The VC-Inspector judge': scripts/pretrain_judge_vision.py writes it)")
+        raise FileNotFoundError(f"model.init_args.vision_checkpoint: {location} does not exist (docs/judge.md, "
+                                "scripts/pretrain_judge_vision.py writes it)")
     if location.suffix == ".safetensors":
         from safetensors.torch import load_file
 

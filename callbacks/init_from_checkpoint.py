@@ -4,7 +4,8 @@
 iGround, VidSTG or ActivityNet-Entities from the HowToGround1M model must instead start a new
 run from the pre-trained weights alone. This callback loads them in ``setup`` (before the
 optimizer exists); when the run itself resumes with ``--ckpt_path``, Lightning restores that
-checkpoint after ``setup``, so the resumed (fine-tuned) weights win.
+checkpoint after ``setup``, so the resumed (fine-tuned) weights win. The weights are read by
+:func:`core.weights.load_state_dict_file` (tensors only: a file that would run code is refused).
 """
 from __future__ import annotations
 
@@ -12,24 +13,10 @@ import logging
 from pathlib import Path
 
 import lightning as L
-import torch
+
+from core.weights import load_state_dict_file
 
 log = logging.getLogger(__name__)
-
-
-def load_state_dict_file(path: str | Path) -> dict[str, torch.Tensor]:
-    """The model weights of a Lightning checkpoint (``state_dict``) or of a plain state-dict file.
-
-    Checkpoints are pickles that can run code: load only files you trust (Lightning does the same
-    for ``--ckpt_path``).
-    """
-    path = Path(path)
-    data = torch.load(path, map_location="cpu", weights_only=False)
-    if isinstance(data, dict) and isinstance(data.get("state_dict"), dict):
-        data = data["state_dict"]
-    if not isinstance(data, dict) or not all(isinstance(v, torch.Tensor) for v in data.values()):
-        raise ValueError(f"{path}: expected a Lightning checkpoint or a state dict of tensors")
-    return data
 
 
 class InitFromCheckpoint(L.Callback):
@@ -57,7 +44,7 @@ class InitFromCheckpoint(L.Callback):
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if stage != "fit" or self.loaded:
             return
-        state = load_state_dict_file(self.checkpoint_path)
+        state = load_state_dict_file(self.checkpoint_path, "trainer.callbacks[InitFromCheckpoint].init_args.checkpoint_path")
         if self.drop_prefixes:
             state = {k: v for k, v in state.items() if not k.startswith(self.drop_prefixes)}
         result = pl_module.load_state_dict(state, strict=self.strict)

@@ -210,30 +210,11 @@ def require_path(path: str | None, key: str) -> Path:
 
 
 def load_weights(path: str | Path, key: str) -> dict[str, torch.Tensor]:
-    """A state dict from ``.safetensors``, a ``torch.save`` file (memory-mapped when possible) or
-    a TorchScript archive (OpenAI's CLIP releases); a ``{"state_dict": ...}`` wrapper and a
-    ``module.`` prefix are removed. ``key`` names the config entry in error messages."""
-    path = Path(path)
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
+    """A state dict from ``.safetensors``, a ``torch.save`` file or a TorchScript archive (OpenAI's CLIP
+    releases), read by :func:`core.weights.load_state_dict_file` (tensors only, no code run); a
+    ``{"state_dict": ...}`` wrapper and a ``module.`` prefix are removed. ``key`` names the config
+    entry in error messages."""
+    from core.weights import load_state_dict_file
 
-        return load_file(str(path), device="cpu")
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except RuntimeError:
-        try:  # legacy (non-zip) files cannot be memory-mapped
-            obj = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception:  # noqa: BLE001  (TorchScript archives are not plain pickles)
-            obj = None
-    except pickle.UnpicklingError:
-        obj = None
-    if obj is None:
-        try:
-            obj = torch.jit.load(str(path), map_location="cpu").state_dict()
-        except Exception as err:  # noqa: BLE001
-            raise ValueError(f"{key}: cannot read weights from {path}: {err}") from err
-    if isinstance(obj, dict) and isinstance(obj.get("state_dict"), dict):
-        obj = obj["state_dict"]
-    if not isinstance(obj, dict):
-        raise ValueError(f"{key}: {path} holds a {type(obj).__name__}, not a state dict")
+    obj = load_state_dict_file(path, key)
     return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in obj.items()}

@@ -1,0 +1,195 @@
+"""The one loader for weight files the project reads on a user's behalf (pre-trained towers,
+converted official weights, fine-tuning init checkpoints): tensors only, no code run.
+
+``torch.load`` with the stock unpickler runs whatever a crafted file asks for; here every pickle
+is read with ``weights_only=True`` and TorchScript archives (OpenAI's CLIP releases) are never
+executed: their ``data.pkl`` is read by a restricted unpickler that rebuilds tensors and records
+the scripted modules' attributes without importing or running any of their code.
+
+Lightning's own ``--ckpt_path`` resume is outside this loader: it restores a run's full training
+state (optimizer, loops, callbacks), which needs the stock unpickler. Resume only from checkpoints
+you wrote yourself.
+"""
+from __future__ import annotations
+
+import pickle
+import zipfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["WeightFileError", "load_state_dict_file", "read_torchscript_tensors"]
+
+
+class WeightFileError(ValueError):
+    """A weight file that cannot be read as a state dict of tensors."""
+
+
+def _named(key: str | None, path: Path) -> str:
+    return f"{key}: {path}" if key else str(path)
+
+
+def _is_torchscript_archive(path: Path) -> bool:
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+    return any(n.split("/", 1)[-1].startswith("code/") for n in names) and any(n.endswith("/data.pkl") for n in names)
+
+
+def load_state_dict_file(path: str | Path, key: str | None = None) -> dict[str, torch.Tensor]:
+    """A ``{name: tensor}`` state dict from a ``.safetensors`` file, a ``torch.save`` file (memory-mapped
+    when possible; a Lightning checkpoint's ``state_dict`` is taken) or a TorchScript archive.
+
+    ``key`` names the config entry in error messages. Raises :class:`WeightFileError` naming the file
+    when it holds anything but tensors (a pickle that would need code to load is refused, not run).
+    """
+    path = Path(path)
+    where = _named(key, path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{where}: no such weight file")
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        try:
+            return load_file(str(path), device="cpu")
+        except Exception as err:  # noqa: BLE001  (safetensors raises its own error types)
+            raise WeightFileError(f"{where}: not a readable safetensors file ({err})") from err
+    if _is_torchscript_archive(path):
+        obj = read_torchscript_tensors(path, key)
+    else:
+        obj = _torch_load_weights_only(path, where)
+    if isinstance(obj, dict) and isinstance(obj.get("state_dict"), dict):
+        obj = obj["state_dict"]
+    if not isinstance(obj, dict):
+        raise WeightFileError(f"{where}: holds a {type(obj).__name__}, not a state dict of tensors")
+    bad = [k for k, v in obj.items() if not isinstance(k, str) or not isinstance(v, torch.Tensor)]
+    if bad:
+        raise WeightFileError(f"{where}: not a state dict of tensors (entries {bad[:3]} are not named tensors)")
+    return obj
+
+
+def _torch_load_weights_only(path: Path, where: str) -> Any:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError as err:
+        raise WeightFileError(
+            f"{where}: not a plain weight file; loading it would need objects beyond tensors, which could "
+            f"run code, so it is refused ({str(err).splitlines()[0]}). Save the weights alone "
+            "(torch.save(model.state_dict(), path)) or as .safetensors") from err
+    except RuntimeError:
+        pass  # legacy (non-zip) files cannot be memory-mapped
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise WeightFileError(f"{where}: not a plain weight file; loading it would need objects beyond tensors, "
+                              f"which could run code, so it is refused ({str(err).splitlines()[0]})") from err
+    except Exception as err:  # noqa: BLE001  (truncated files, other formats)
+        raise WeightFileError(f"{where}: not a weight file torch can read ({type(err).__name__}: {err})") from err
+
+
+# ----------------------------------------------------------------------------- TorchScript archives
+
+class _ScriptedObject:
+    """Stands in for a scripted class (``__torch__.*``): keeps its attributes, runs none of its code."""
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+
+_TENSOR_GLOBALS = {
+    ("torch._utils", "_rebuild_tensor_v2"): torch._utils._rebuild_tensor_v2,
+    ("torch._utils", "_rebuild_parameter"): torch._utils._rebuild_parameter,
+    ("collections", "OrderedDict"): OrderedDict,
+    ("torch", "device"): torch.device,
+}
+# TorchScript's typed-container helpers: they only return their argument.
+_CONTAINER_HELPERS = ("build_intlist", "build_doublelist", "build_boollist", "build_tensorlist", "build_complexlist",
+                      "restore_type_tag")
+
+
+def _same(value: Any, *_type_tag: Any) -> Any:
+    return value
+_STORAGE_NAMES = {
+    "FloatStorage": torch.float32, "DoubleStorage": torch.float64, "HalfStorage": torch.float16,
+    "BFloat16Storage": torch.bfloat16, "LongStorage": torch.int64, "IntStorage": torch.int32,
+    "ShortStorage": torch.int16, "CharStorage": torch.int8, "ByteStorage": torch.uint8, "BoolStorage": torch.bool,
+}
+
+
+class _StorageType:
+    def __init__(self, dtype: torch.dtype):
+        self.dtype = dtype
+
+
+class _TorchScriptDataUnpickler(pickle.Unpickler):
+    """Unpickles a TorchScript ``data.pkl``: tensors and containers only, scripted objects as records."""
+
+    def __init__(self, file, archive: zipfile.ZipFile, prefix: str, where: str):
+        super().__init__(file)
+        self.archive, self.prefix, self.where = archive, prefix, where
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in _TENSOR_GLOBALS:
+            return _TENSOR_GLOBALS[(module, name)]
+        if module == "torch.jit._pickle" and name in _CONTAINER_HELPERS:
+            return _same
+        if module == "torch" and name in _STORAGE_NAMES:
+            return _StorageType(_STORAGE_NAMES[name])
+        if module.startswith("__torch__"):
+            return _ScriptedObject
+        raise WeightFileError(f"{self.where}: the TorchScript archive's data.pkl refers to {module}.{name}, "
+                              "which is not part of a weight file; refused")
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
+            raise WeightFileError(f"{self.where}: unexpected persistent id {pid!r} in the TorchScript archive")
+        _, storage_type, key, _location, numel = pid[:5]
+        dtype = storage_type.dtype if isinstance(storage_type, _StorageType) else getattr(storage_type, "dtype", None)
+        if dtype is None:
+            raise WeightFileError(f"{self.where}: unknown storage type {storage_type!r} in the TorchScript archive")
+        raw = self.archive.read(f"{self.prefix}data/{key}")
+        data = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+        values = data.view(dtype) if raw else torch.empty(0, dtype=dtype)
+        if values.numel() != numel:
+            raise WeightFileError(f"{self.where}: storage {key} holds {values.numel()} values, its record says {numel}")
+        return torch.storage.TypedStorage(wrap_storage=values.untyped_storage(), dtype=dtype, _internal=True)
+
+
+def _flatten(obj: Any, prefix: str, out: dict[str, torch.Tensor]) -> None:
+    if isinstance(obj, _ScriptedObject):
+        obj = getattr(obj, "state", None)
+        if isinstance(obj, tuple) and obj and isinstance(obj[-1], dict):
+            obj = obj[-1]
+    if isinstance(obj, torch.Tensor):
+        out[prefix[:-1]] = obj
+    elif isinstance(obj, dict):
+        for name, value in obj.items():
+            if isinstance(name, str) and not name.startswith("_"):
+                _flatten(value, f"{prefix}{name}.", out)
+
+
+def read_torchscript_tensors(path: str | Path, key: str | None = None) -> dict[str, torch.Tensor]:
+    """Every tensor attribute of a TorchScript archive's module tree, named as ``state_dict()`` names
+    them (``visual.conv1.weight``), read from ``data.pkl`` without running the archive's code."""
+    path = Path(path)
+    where = _named(key, path)
+    with zipfile.ZipFile(path) as archive:
+        pickles = [n for n in archive.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+        if not pickles:
+            raise WeightFileError(f"{where}: a zip archive without a data.pkl: not a TorchScript weight file")
+        prefix = pickles[0][: -len("data.pkl")]
+        with archive.open(pickles[0]) as f:
+            try:
+                root = _TorchScriptDataUnpickler(f, archive, prefix, where).load()
+            except WeightFileError:
+                raise
+            except Exception as err:  # noqa: BLE001
+                raise WeightFileError(f"{where}: unreadable TorchScript data.pkl ({type(err).__name__}: {err})") from err
+    out: dict[str, torch.Tensor] = {}
+    _flatten(root, "", out)
+    if not out:
+        raise WeightFileError(f"{where}: the TorchScript archive holds no tensors")
+    return out

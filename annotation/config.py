@@ -29,14 +29,16 @@ DEFAULTS: dict[str, Any] = {
     "max_retries": 2,
     "tracks": {"same_class_boxes": "best", "min_boxes": 1},
     "engine": {"batch_size": 16, "torch_threads": None,
-               "ray": {"frame_actors": 1, "text_actors": 1, "cpus_per_actor": 1, "gpus_per_frame_actor": None}},
+               "ray": {"frame_actors": 1, "text_actors": 1, "cpus_per_actor": 1, "gpus_per_frame_actor": None,
+                       "num_cpus": None, "object_store_mb": None}},
 }
 SECTION_KEYS = {
     "clips": {"seconds", "min_seconds"},
     "decode": {"every"},
     "tracks": {"same_class_boxes", "min_boxes"},
     "engine": {"batch_size", "torch_threads", "ray"},
-    "engine.ray": {"frame_actors", "text_actors", "cpus_per_actor", "gpus_per_frame_actor"},
+    "engine.ray": {"frame_actors", "text_actors", "cpus_per_actor", "gpus_per_frame_actor", "num_cpus",
+                   "object_store_mb"},
 }
 
 

@@ -52,6 +52,7 @@ class CaptionerDetectorFrameAnnotator:
         path = _model_folder(detector, "detector")
         self.detect_processor = Owlv2Processor.from_pretrained(path, local_files_only=True)
         self.detector = Owlv2ForObjectDetection.from_pretrained(path, local_files_only=True).to(self.device).eval()
+        self.max_query_tokens = int(self.detector.config.text_config.max_position_embeddings)  # 16 for OWLv2
         import spacy
 
         self.nlp = spacy.load(spacy_model, disable=["ner", "lemmatizer"])
@@ -85,7 +86,8 @@ class CaptionerDetectorFrameAnnotator:
         for start in range(0, len(todo), self.batch_size):
             idx = todo[start:start + self.batch_size]
             batch = self.detect_processor(text=[queries[i] for i in idx], images=[images[i] for i in idx],
-                                          return_tensors="pt").to(self.device)
+                                          return_tensors="pt", padding="max_length", truncation=True,
+                                          max_length=self.max_query_tokens).to(self.device)
             outputs = self.detector(**batch)
             # OWLv2 pads each image to a square (bottom/right) before resizing: boxes are relative to it
             sides = [max(images[i].shape[:2]) for i in idx]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -16,6 +17,13 @@ from annotation.clips import SkippedClip
 from annotation.outcomes import Rejection
 
 STAGES = ("decode", "stage1", "stage2", "stage3", "tracks")
+
+
+def reason_kind(reason: str) -> str:
+    """A reason without its particulars (quoted text, counts), to count rejections by kind."""
+    kind = re.sub(r"(['\"]).*", "", reason)
+    kind = re.sub(r"\(after \d+ tries\)|\d+", "#", kind)
+    return kind.strip(" :#") or reason
 
 
 class RunReport:
@@ -52,7 +60,7 @@ class RunReport:
             "clips": {"planned": self.planned, "already_done": self.already_done, "seen": seen,
                       "accepted": self.accepted, "rejected": len(self.rejected),
                       "skipped_corrupt": len(self.skipped)},
-            "rejected_by_reason": dict(Counter(f"{r.stage}: {r.reason.split(':')[0]}" for r in self.rejected)),
+            "rejected_by_reason": dict(Counter(f"{r.stage}: {reason_kind(r.reason)}" for r in self.rejected)),
             "rejected": {r.key: f"{r.stage}: {r.reason}" + (" (will be redone)" if r.retryable else "")
                          for r in self.rejected},
             "skipped_corrupt": {s.key: s.reason for s in self.skipped},

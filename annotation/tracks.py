@@ -7,6 +7,8 @@ look at carry no box.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from annotation.caption_aggregation import VideoCaption
@@ -15,6 +17,11 @@ from annotation.outcomes import Rejection
 from datamodules.records import GroundedRecord, RecordError, annotation_grid, strip_tags
 
 SAME_CLASS_BOXES = ("best", "union")
+
+
+def plain_caption(tagged: str) -> str:
+    """The caption without tags, and without the space a removed tag leaves before punctuation."""
+    return re.sub(r"\s+([.,;:!?])", r"\1", strip_tags(tagged))
 
 
 def build_record(clip: ClipFrameAnnotations, caption: VideoCaption, classes: dict[str, str | None],
@@ -67,7 +74,7 @@ def build_record(clip: ClipFrameAnnotations, caption: VideoCaption, classes: dic
     raw = {
         "video_fname": clip.spec.video_fname, "video_id": clip.spec.video_id, "clip_id": clip.spec.clip_id,
         "fps": float(clip.fps), "clip_start_frame": int(clip.start_frame), "clip_end_frame": int(clip.end_frame),
-        "width": int(clip.width), "height": int(clip.height), "caption": strip_tags(caption.tagged_caption),
+        "width": int(clip.width), "height": int(clip.height), "caption": plain_caption(caption.tagged_caption),
         "tagged_caption": caption.tagged_caption, "phrases": phrases, "bboxes": bboxes, "labels": frame_labels,
     }
     try:

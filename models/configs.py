@@ -86,7 +86,7 @@ class LanguageModelConfig:
     32000..32009 after LLaMA's 32000), the video marked by one out-of-vocabulary placeholder id
     that expands to the video tokens, as LLaVA does. ``query_token``: the [DET] query is the
     last hidden state at ``det`` (the [DET] token) or at ``before_det`` (the token before it,
-    ``</p>``, as the released code takes it). ``tiny_vocab_size`` sizes the offline tokenizer
+    as the released code takes it). ``tiny_vocab_size`` sizes the offline tokenizer
     built when neither ``path`` nor ``tokenizer_path`` is set (before GROVE's tokens are added).
     """
 

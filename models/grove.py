@@ -217,7 +217,8 @@ class Grove(nn.Module):
             boxes[bi, pos[bi, ti]] = win_boxes[bi, ti].float()
             if win_logits is not None:
                 scores[bi, pos[bi, ti]] = win_logits[bi, ti].float().sigmoid()
-        return GrovePrediction(tagged, phrases, boxes, scores)
+        real = phrase_mask[:, None, :] & frame_mask[:, :, None]  # padded phrases and frames: no box
+        return GrovePrediction(tagged, phrases, boxes * real.unsqueeze(-1), scores * real)
 
     # -- trainable parameters ----------------------------------------------------------------------
     def parameter_groups(self) -> dict[str, list[tuple[str, nn.Parameter]]]:

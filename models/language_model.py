@@ -7,6 +7,8 @@ and the post-norm last-layer hidden states are returned for the [DET] queries.
 """
 from __future__ import annotations
 
+import importlib.util
+
 import core  # noqa: F401  (torchvision compatibility before transformers imports it)
 import torch
 import torch.nn.functional as F
@@ -23,6 +25,8 @@ from models.tiny_tokenizer import build_tiny_tokenizer
 TINY_TOKENIZER_DIR = DATA_DIR / "tiny_tokenizer"
 QUERY_TOKENS = ("det", "before_det")
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# "sdpa": PyTorch's fused attention (any device); "flash_attention_2": the paper's, needs flash-attn.
+ATTN_IMPLEMENTATIONS = ("eager", "sdpa", "flash_attention_2")
 
 
 def load_tokenizer(config: LanguageModelConfig):
@@ -41,6 +45,12 @@ def build_causal_lm(config: LanguageModelConfig, tokenizer) -> nn.Module:
     if config.torch_dtype not in _DTYPES:
         raise ValueError(f"model.language_model.torch_dtype must be one of {sorted(_DTYPES)}, got {config.torch_dtype!r}")
     dtype = _DTYPES[config.torch_dtype]
+    if config.attn_implementation not in (None, *ATTN_IMPLEMENTATIONS):
+        raise ValueError(f"model.language_model.attn_implementation must be one of {ATTN_IMPLEMENTATIONS} "
+                         f"(or null for transformers' default), got {config.attn_implementation!r}")
+    if config.attn_implementation == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
+        raise ImportError("model.language_model.attn_implementation: 'flash_attention_2' needs the flash-attn "
+                          "package (CUDA GPUs only; pip install flash-attn); without it use 'sdpa'")
     extra = {"attn_implementation": config.attn_implementation} if config.attn_implementation else {}
     if config.path is not None:
         location = require_path(config.path, "model.language_model.path")
@@ -101,7 +111,8 @@ class GroveLanguageModel(nn.Module):
         """Where the [DET] queries are read: at each [DET], or at the token before it (``before_det``).
 
         The released code builds its mask from ``input_ids[:, 1:] == det`` and reads the hidden
-        state one position earlier, i.e. at the ``</p>`` that closes the phrase.
+        state one position earlier: the last token of ``</p> [DET]`` before [DET] (``</p>``, or
+        the word-boundary token between them, depending on how the tokenizer splits the space).
         """
         det = input_ids == self.det_token_id
         if self.config.query_token == "det":

@@ -77,7 +77,7 @@ class ConversionReport:
     unaccounted: list[str] = field(default_factory=list)  # official keys with no rule
     missing: list[str] = field(default_factory=list)  # project keys nothing maps to
     filled: list[str] = field(default_factory=list)  # PROJECT_ONLY keys absent from the file
-    mismatched: list[tuple[str, tuple, tuple]] = field(default_factory=list)  # (project key, got, want)
+    mismatched: list[tuple[str, str, tuple, tuple]] = field(default_factory=list)  # (project, official, got, want)
 
     @property
     def ok(self) -> bool:
@@ -91,8 +91,8 @@ class ConversionReport:
         rows += [("filled", f"{key} ({PROJECT_ONLY[key]})") for key in self.filled]
         rows += [("UNACCOUNTED", key) for key in self.unaccounted]
         rows += [("MISSING", key) for key in self.missing]
-        rows += [("SHAPE MISMATCH", f"{key}: checkpoint gives {list(got)}, model needs {list(want)}")
-                 for key, got, want in self.mismatched]
+        rows += [("SHAPE MISMATCH", f"{official} -> {key}: checkpoint gives {list(got)}, model needs {list(want)}")
+                 for key, official, got, want in self.mismatched]
         width = max(len(r[0]) for r in rows)
         lines = [f"{name.ljust(width)}  {text}" for name, text in rows]
         verdict = "OK: every official key is mapped or dropped, every model tensor is filled" if self.ok else (
@@ -200,7 +200,7 @@ def convert_official(official: Mapping[str, Tensor], target: Mapping[str, Tensor
                 report.missing.append(key)
             continue
         if tuple(got.shape) != tuple(want.shape):
-            report.mismatched.append((key, tuple(got.shape), tuple(want.shape)))
+            report.mismatched.append((key, " + ".join(report.mapped.pop(key)), tuple(got.shape), tuple(want.shape)))
             continue
         converted[key] = got.to(want.dtype)
     for key in out:  # mapped onto a name Grove does not have (e.g. an adapter this config lacks)

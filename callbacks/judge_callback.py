@@ -31,8 +31,8 @@ import numpy as np
 import torch
 from lightning.pytorch.callbacks import Callback
 
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+from datamodules.transforms import CLIP_MEAN, CLIP_STD
+
 FRAME_SOURCES = ("auto", "batch", "video")
 
 

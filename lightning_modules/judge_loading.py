@@ -14,6 +14,7 @@ Nothing is downloaded: every path must exist locally. Checkpoints load with ``we
 """
 from __future__ import annotations
 
+import inspect
 import json
 import warnings
 from dataclasses import dataclass
@@ -84,7 +85,8 @@ def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, override
         loaded = LoadedJudge(module.judge, int(data.get("num_frames", 32)), module.max_new_tokens, video_root)
     elif first.suffix == ".ckpt":
         checkpoint = read_checkpoint(first)
-        hparams = dict(checkpoint.get("hyper_parameters") or {})
+        accepted = inspect.signature(JudgeModule).parameters
+        hparams = {k: v for k, v in (checkpoint.get("hyper_parameters") or {}).items() if k in accepted}
         module = JudgeModule(**{**hparams, **judge_kwargs})
         module.load_state_dict(checkpoint["state_dict"], strict=module.strict_loading)
         loaded = LoadedJudge(module.judge, max_new_tokens=module.max_new_tokens)

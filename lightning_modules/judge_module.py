@@ -63,9 +63,6 @@ class JudgeModule(L.LightningModule):
             recomputing them each time a clip is drawn (exact: keyed by the clip's pixels; 0 = off). Worth
             it when clips repeat across epochs and the tower is a fair share of a step (the toy judge:
             about 17 %); memory is clips x tokens x hidden size.
-        torch_threads: intra-op CPU threads (``torch.set_num_threads``) set at setup. A toy judge on
-            a shared 2-core CPU runs several times faster on one thread (no thread synchronisation),
-            with the data worker on the other core; None leaves torch's default.
         optimizer / lr_scheduler: from the config; None means the paper's AdamW lr 1e-4 with 5 %
             warm-up and cosine decay to 1e-5 (appendix C).
     """
@@ -91,7 +88,6 @@ class JudgeModule(L.LightningModule):
         adapter_dir: str | None = None,
         checkpoint_trainable_only: bool = False,
         answers_file: str | None = None,
-        torch_threads: int | None = None,
         video_feature_cache: int = 0,
         error_detection_weight: float = 0.0,
         error_layer: int = -1,
@@ -119,10 +115,6 @@ class JudgeModule(L.LightningModule):
             f"{stage}_{ref}": JudgeCorrelation() for stage in ("val", "test") for ref in ("generated", "human")})
         self._answers: list[dict[str, Any]] = []
         self._unlabelled_batches = 0  # training batches the error head could not use
-
-    def setup(self, stage: str) -> None:
-        if self.hparams.torch_threads:
-            torch.set_num_threads(int(self.hparams.torch_threads))
 
     # ------------------------------------------------------------------ optimisation
     def configure_optimizers(self):

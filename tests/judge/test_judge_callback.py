@@ -9,7 +9,8 @@ from tests.judge.judge_fixtures import TINY
 
 
 def test_score_callback_reads_grove_outputs_and_denormalises_frames():
-    from callbacks.judge_callback import CLIP_MEAN, CLIP_STD, VCInspectorScore
+    from callbacks.judge_callback import VCInspectorScore
+    from datamodules.transforms import CLIP_MEAN, CLIP_STD
 
     cb = VCInspectorScore(judge={"tiny": TINY, "max_pixels": 56 * 56, "min_pixels": 28 * 28})
     pixels = np.random.default_rng(0).integers(0, 256, (2, 5, 32, 32, 3)).astype(np.uint8)

@@ -36,7 +36,7 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
                                                  "save_top_k": 0}}]},
         "model": {"class_path": "lightning_modules.judge_module.JudgeModule",
                   "init_args": {"tiny": TINY, "lora": {"r": 4, "alpha": 8, "dropout": 0.05},
-                                "max_pixels": 3136, "min_pixels": 784, "max_new_tokens": 4, "torch_threads": 1,
+                                "max_pixels": 3136, "min_pixels": 784, "max_new_tokens": 4,
                                 "error_detection_weight": 0.5, "video_feature_cache": 16,
                                 "adapter_dir": str(tmp_path / "adapter"),
                                 "answers_file": str(tmp_path / "answers.jsonl")}},

@@ -321,3 +321,19 @@ def test_converted_tiny_checkpoint_runs_cli_predict_and_test(tmp_path, tiny_file
         for frame in clip["frames"]:
             assert set(frame["labels"]) <= set(clip["phrases"]) and all(s > 0.5 for s in frame["scores"])
     main(["test", *common])
+
+
+def test_converted_checkpoint_initialises_fine_tuning(tmp_path, tiny_file):
+    """configs/official/finetune.yaml names a converted checkpoint; InitFromCheckpoint loads it strictly."""
+    from callbacks.init_from_checkpoint import InitFromCheckpoint
+    from lightning_modules.grove_module import GroveModule
+
+    ckpt = tmp_path / "grove_tiny.ckpt"
+    assert _convert_main(str(tiny_file), "--config", str(TINY[0]), "--out", str(ckpt)) == 0
+    module = GroveModule(**model_configs_from_yaml(TINY), chat_template="llava_v1")
+    InitFromCheckpoint(str(ckpt), strict=True).setup(None, module, "fit")
+    official = read_official(tiny_file)
+    torch.testing.assert_close(module.model.box_head.mlp[0].weight,
+                               official["model.grounding_encoder.mask_decoder.bbox_prediction_head.0.weight"])
+    callbacks = __import__("yaml").safe_load((ROOT / "configs/official/finetune.yaml").read_text())["trainer"]["callbacks"]
+    assert callbacks[0]["class_path"].endswith("InitFromCheckpoint")

@@ -94,8 +94,11 @@ def test_soft_stage_adds_best_similarities_both_ways():
     assert (p, r) == pytest.approx(((1 + 0.6) / 2, (1 + 0.3) / 3))
 
 
-def test_soft_counts_clamp_negative_similarity_and_handle_empty_sides():
-    c, r = soft_match_counts(torch.tensor([[-0.5, 0.2], [-0.9, -0.1]]))
+def test_soft_counts_keep_negative_similarity_unless_clamped_and_handle_empty_sides():
+    sim = torch.tensor([[-0.5, 0.2], [-0.9, -0.1]])
+    c, r = soft_match_counts(sim)  # the package: raw maxima, a negative one subtracts
+    assert c.tolist() == pytest.approx([0.2, -0.1]) and r.tolist() == pytest.approx([-0.5, 0.2])
+    c, r = soft_match_counts(sim, clamp=True)
     assert c.tolist() == pytest.approx([0.2, 0.0]) and r.tolist() == pytest.approx([0.0, 0.2])
     c, r = soft_match_counts(torch.zeros(2, 0))
     assert c.tolist() == [0.0, 0.0] and r.numel() == 0
@@ -111,9 +114,11 @@ def test_relation_and_attribute_phrases_are_what_gets_embedded():
 
 
 def test_empty_sets():
-    assert precision_recall_f1(0, 0, 0) == (1.0, 1.0, 1.0)
-    assert precision_recall_f1(0, 3, 0) == (0.0, 0.0, 0.0)
-    assert precision_recall_f1(2, 0, 0) == (0.0, 0.0, 0.0)
+    assert precision_recall_f1(0, 0, 0) == (0.0, 0.0, 0.0)  # the package: F1 0 also when both are empty
+    assert precision_recall_f1(0, 0, 0, empty_sets="one") == (1.0, 1.0, 1.0)
+    for rule in ("zero", "one"):
+        assert precision_recall_f1(0, 3, 0, empty_sets=rule) == (0.0, 0.0, 0.0)
+        assert precision_recall_f1(2, 0, 0, empty_sets=rule) == (0.0, 0.0, 0.0)
 
 
 # -- filtering -----------------------------------------------------------------------------------

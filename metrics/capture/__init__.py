@@ -1,4 +1,4 @@
-"""CAPTURE (seed 002 §3.2, appendix B): detail-caption evaluation by matching scene-graph elements."""
+"""CAPTURE (CAPTURE paper, §3.2 and appendix B): detail-caption evaluation by matching scene-graph elements."""
 from metrics.capture.capture import CaptureScorer, capture_score
 from metrics.capture.factual_parser import FactualSceneGraphParser, parse_factual_output
 from metrics.capture.scene_graph import SceneGraph, SpacySceneGraphParser

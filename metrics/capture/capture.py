@@ -1,4 +1,4 @@
-"""The CAPTURE score (seed 002 §3.2 and appendix B; SPEC §5).
+"""The CAPTURE score (CAPTURE paper, §3.2 and appendix B).
 
 Per caption: split into sentences, parse each into a scene graph, lemmatise nouns and adjectives,
 merge and de-duplicate, then filter objects:
@@ -7,7 +7,7 @@ merge and de-duplicate, then filter objects:
   whose head word is not tagged NOUN/PROPN anywhere in the caption is dropped together with its
   attributes and the relations it takes part in;
 * stop list (abstract nouns such as "background", "moment"): the object itself is dropped from
-  the object elements only; the seed says "the word itself will not participate in the object
+  the object elements only; the paper says "the word itself will not participate in the object
   elements matching", and its attributes and relations stay (as in the public code).
 
 Candidate and reference graphs are then matched per element type (:mod:`metrics.capture.matching`)
@@ -15,7 +15,17 @@ and ``CAPTURE = (a F1_obj + b F1_attr + c F1_rel) / (a + b + c)`` with ``(a, b, 
 With several references a sample's score is the mean over its references; the corpus score is the
 mean over samples.
 
-Sentences are split by spaCy's sentence segmenter (the seed uses NLTK's punkt, whose data cannot be
+Scoring conventions (:class:`CaptureConventions`, chosen by name or value; ``docs/metrics.md``):
+``"default"`` scores as the authors' ``capture-metric`` 0.1.13 package does (empty sets score 0,
+attributes matched as the pooled attribute words, soft similarities not clamped) except for two
+documented deviations where the package is wrong: WordNet synonyms without its substring test
+("man" is not a synonym of "woman") and a maximum one-to-one synonym matching (the package's
+first-fit result depends on set order). ``"official"`` follows the package in those two as well;
+``"project"`` is the earlier variant (both-empty sets score 1, attributes as (object, attribute)
+pairs embedded as "attribute object", clamped similarities), where an attribute must belong to
+the right object to match.
+
+Sentences are split by spaCy's sentence segmenter (the paper uses NLTK's punkt, whose data cannot be
 downloaded here). Parses are cached by sentence text and final graphs by caption text, so repeated
 references or an evaluation run twice parse nothing again.
 """
@@ -23,15 +33,16 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
 
-from metrics.capture.matching import (SOFT_REDUCTIONS, DiscreteMatch, element_phrase, match_exact_and_synonyms,
-                                      precision_recall_f1, soft_match_counts)
+from metrics.capture.matching import (EMPTY_SETS, MATCHINGS, SOFT_REDUCTIONS, SYNONYM_RULES, DiscreteMatch,
+                                      element_phrase, match_exact_and_synonyms, precision_recall_f1,
+                                      soft_match_counts)
 from metrics.capture.scene_graph import (SPACY_MODEL, SceneGraph, SpacySceneGraphParser, lemmatise_noun_phrase,
                                          lemmatise_scene_graph)
 
@@ -40,6 +51,59 @@ DEFAULT_WEIGHTS = (5.0, 5.0, 2.0)
 STOP_WORDS_FILE = Path(__file__).with_name("abstract_nouns.txt")
 SCORE_KEYS = ("CAPTURE",) + tuple(f"{t}_{m}" for t in ELEMENT_TYPES for m in ("precision", "recall", "f1"))
 _NOUN_TAGS = {"NOUN", "PROPN"}
+
+
+ATTRIBUTE_MODES = ("words", "pairs")
+
+
+@dataclass(frozen=True)
+class CaptureConventions:
+    """How scene graphs are scored; each field names the package's choice and the alternative.
+
+    Args:
+        empty_sets: ``zero`` (package: no element on one or both sides -> F1 0) or ``one``
+            (both sides empty -> 1).
+        attributes: ``words`` (package: the attribute words of all objects pooled and matched as
+            words) or ``pairs`` ((object, attribute) pairs, embedded as "attribute object").
+        clamp_soft: False (package: raw best cosine similarities) or True (clamped to [0, 1]).
+        synonyms: ``wordnet`` (synset overlap only) or ``substring`` (package: also substrings).
+        matching: ``maximum`` (one-to-one maximum) or ``greedy`` (package: first fit in order).
+    """
+
+    empty_sets: str = "zero"
+    attributes: str = "words"
+    clamp_soft: bool = False
+    synonyms: str = "wordnet"
+    matching: str = "maximum"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("empty_sets", EMPTY_SETS), ("attributes", ATTRIBUTE_MODES),
+                              ("synonyms", SYNONYM_RULES), ("matching", MATCHINGS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"CaptureConventions.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+
+
+CONVENTIONS = {
+    "default": CaptureConventions(),
+    "official": CaptureConventions(synonyms="substring", matching="greedy"),
+    "project": CaptureConventions(empty_sets="one", attributes="pairs", clamp_soft=True),
+}
+
+
+def resolve_conventions(conventions: "str | CaptureConventions | dict") -> CaptureConventions:
+    """A preset name (``default``, ``official``, ``project``), a dict of fields, or the value itself."""
+    if isinstance(conventions, CaptureConventions):
+        return conventions
+    if isinstance(conventions, str):
+        if conventions not in CONVENTIONS:
+            raise ValueError(f"CAPTURE conventions must be one of {sorted(CONVENTIONS)}, got {conventions!r}")
+        return CONVENTIONS[conventions]
+    if isinstance(conventions, dict):
+        unknown = set(conventions) - {f.name for f in fields(CaptureConventions)}
+        if unknown:
+            raise ValueError(f"unknown CAPTURE convention field(s) {sorted(unknown)}")
+        return CaptureConventions(**conventions)
+    raise TypeError(f"conventions must be a preset name, a dict or CaptureConventions, got {type(conventions).__name__}")
 
 
 def load_stop_words(path: str | os.PathLike = STOP_WORDS_FILE) -> frozenset[str]:
@@ -95,9 +159,11 @@ def filter_scene_graph(graph: SceneGraph, nouns: Iterable[str] | None, stop_word
     return graph.without_objects(set(stop_words), cascade=False)
 
 
-def graph_elements(graph: SceneGraph) -> dict[str, tuple[tuple[str, ...], ...]]:
-    return {"object": tuple((o,) for o in graph.objects), "attribute": graph.attributes,
-            "relation": graph.relations}
+def graph_elements(graph: SceneGraph, attributes: str = "words") -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Elements per type; attributes as pooled words ``(a,)`` (one per (object, attribute) pair,
+    repeats kept) or as ``(object, attribute)`` pairs."""
+    attrs = tuple((a,) for _, a in graph.attributes) if attributes == "words" else graph.attributes
+    return {"object": tuple((o,) for o in graph.objects), "attribute": attrs, "relation": graph.relations}
 
 
 def _build_parser(parser, factual_path, device: str, spacy_model: str):
@@ -143,22 +209,26 @@ class CaptureScorer:
         text_encoder: object with ``encode(list[str]) -> (N, D)`` unit rows for soft matching;
             ``None`` loads :func:`metrics.text_encoder.default_text_encoder` (all-MiniLM-L6-v2)
             when first needed.
-        weights: (object, attribute, relation) weights of the F1s; the seed's default is 5:5:2.
+        weights: (object, attribute, relation) weights of the F1s; the paper's default is 5:5:2.
         stop_words: ``None`` for the packaged abstract-noun list, a file path, or words (empty: none).
-        soft_reduction: ``"sum"`` (seed §3.2, public code) or ``"mean"`` (appendix Eq. 5 literally).
+        soft_reduction: ``"sum"`` (paper §3.2, the package) or ``"mean"`` (appendix Eq. 5 literally).
+        conventions: ``"default"``, ``"official"``, ``"project"``, a dict of
+            :class:`CaptureConventions` fields or an instance (module docstring).
     """
 
     def __init__(self, parser="spacy", factual_path: str | os.PathLike | None = None, text_encoder=None,
                  weights: Sequence[float] = DEFAULT_WEIGHTS, synonym_matching: bool = True,
                  soft_matching: bool = True, soft_reduction: str = "sum",
                  stop_words: str | os.PathLike | Iterable[str] | None = None, noun_check: bool = True,
-                 device: str = "cpu", spacy_model: str = SPACY_MODEL) -> None:
+                 device: str = "cpu", spacy_model: str = SPACY_MODEL,
+                 conventions: "str | CaptureConventions | dict" = "default") -> None:
         weights = tuple(float(w) for w in weights)
         if len(weights) != 3 or min(weights) < 0 or sum(weights) <= 0:
             raise ValueError(f"weights must be three non-negative numbers (object, attribute, relation) "
                              f"with a positive sum, got {weights}")
         if soft_reduction not in SOFT_REDUCTIONS:
             raise ValueError(f"soft_reduction must be one of {SOFT_REDUCTIONS}, got {soft_reduction!r}")
+        self.conventions = resolve_conventions(conventions)
         self.parser = _build_parser(parser, factual_path, device, spacy_model)
         self.weights = weights
         self.synonym_matching = bool(synonym_matching)
@@ -229,10 +299,13 @@ class CaptureScorer:
     def score_pairs(self, candidate_graphs: Sequence[SceneGraph], reference_graphs: Sequence[SceneGraph]
                     ) -> list[dict[str, float]]:
         """Scores of candidate_graphs[k] against reference_graphs[k] (already extracted graphs)."""
+        conv = self.conventions
         jobs = []
         for cand, ref in zip(candidate_graphs, reference_graphs):
-            ce, re_ = graph_elements(cand), graph_elements(ref)
-            jobs.append({t: match_exact_and_synonyms(ce[t], re_[t], self.synonym_matching) for t in ELEMENT_TYPES})
+            ce, re_ = graph_elements(cand, conv.attributes), graph_elements(ref, conv.attributes)
+            jobs.append({t: match_exact_and_synonyms(ce[t], re_[t], self.synonym_matching, conv.synonyms,
+                                                     conv.matching, deduplicate=False)
+                         for t in ELEMENT_TYPES})
         rows = self._embed_remaining([m for job in jobs for m in job.values()]) if self.soft_matching else {}
         results = []
         for job in jobs:
@@ -242,9 +315,9 @@ class CaptureScorer:
                 if rows and m.remaining_candidates and m.remaining_references:
                     ec = torch.stack([rows[element_phrase(e)] for e in m.remaining_candidates])
                     er = torch.stack([rows[element_phrase(e)] for e in m.remaining_references])
-                    soft_c, soft_r = soft_match_counts(ec @ er.T)
+                    soft_c, soft_r = soft_match_counts(ec @ er.T, conv.clamp_soft)
                 p, r, f1 = precision_recall_f1(m.num_candidates, m.num_references, m.num_matched,
-                                               soft_c, soft_r, self.soft_reduction)
+                                               soft_c, soft_r, self.soft_reduction, conv.empty_sets)
                 out[f"{t}_precision"], out[f"{t}_recall"], out[f"{t}_f1"] = p, r, f1
             out["CAPTURE"] = sum(w * out[f"{t}_f1"] for w, t in zip(self.weights, ELEMENT_TYPES)) / sum(self.weights)
             results.append(out)

@@ -1,4 +1,4 @@
-"""Textual scene graphs for CAPTURE (seed 002 §3.2, appendix B) and the offline parser.
+"""Textual scene graphs for CAPTURE (CAPTURE paper, §3.2 and appendix B) and the offline parser.
 
 A :class:`SceneGraph` holds the three kinds of visual element CAPTURE matches: objects (noun
 phrases such as ``"cutting board"``), attributes as ``(object, attribute)`` pairs and relations as

@@ -6,6 +6,11 @@ workers). Instead the sampler yields ``(index, epoch)`` pairs: Lightning calls `
 it every epoch, and the pairs travel to whichever worker loads them. It also shards across
 processes itself (padding with repeats like ``DistributedSampler``), so configs set
 ``trainer.use_distributed_sampler: false``.
+
+:class:`EpochDataLoader` starts its workers on the first batch asked for, not when ``iter()`` is
+called: Lightning creates the first epoch's iterator before it calls ``set_epoch``, and worker
+processes fetch their first indices as soon as the iterator exists, so a run resumed at epoch k
+would otherwise replay epoch 0's order.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from typing import Iterator
 
 import torch
 import torch.distributed as dist
-from torch.utils.data import Sampler
+from torch.utils.data import DataLoader, Sampler
 
 
 class EpochIndexSampler(Sampler):
@@ -51,3 +56,29 @@ class EpochIndexSampler(Sampler):
             order = torch.cat([order, order[: total - n].repeat(math.ceil((total - n) / n))[: total - n]])
         mine = order[self.rank:total:self.num_replicas].tolist()
         return iter([(i, self.epoch) for i in mine])
+
+
+class _IteratorOnFirstBatch:
+    """Creates the loader's iterator (and with it the sampler's order) when the first batch is asked for."""
+
+    def __init__(self, loader: DataLoader):
+        self.loader = loader
+        self.iterator = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.iterator is None:
+            self.iterator = DataLoader.__iter__(self.loader)
+        return next(self.iterator)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+
+class EpochDataLoader(DataLoader):
+    """A DataLoader whose sampler's epoch may be set after ``iter()``, up to the first batch."""
+
+    def __iter__(self):
+        return _IteratorOnFirstBatch(self)

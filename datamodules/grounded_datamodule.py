@@ -8,7 +8,7 @@ import lightning as L
 from torch.utils.data import DataLoader
 
 from core.paths import DATA_DIR
-from datamodules.epoch_sampler import EpochIndexSampler
+from datamodules.epoch_sampler import EpochDataLoader, EpochIndexSampler
 from datamodules.grounded_dataset import ON_ERROR, GroundedClipDataset, GroundedCollate
 from datamodules.records import read_records
 
@@ -118,7 +118,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
         hp = self.hparams
         dataset = self.datasets[split]
         batch_size = hp.batch_size if train else (hp.eval_batch_size or hp.batch_size)
-        return DataLoader(
+        return EpochDataLoader(
             dataset,
             batch_size=batch_size,
             sampler=EpochIndexSampler(len(dataset), shuffle=train, seed=hp.seed),

@@ -58,11 +58,12 @@ def read_config(paths: list[str | Path]) -> dict:
     return merged
 
 
-def build_meta_module(config: dict, layers: int | None = None):
+def build_meta_module(config: dict, layers: int | None = None, device: str = "meta"):
     """The config's ``GroveModule`` on the meta device, frozen as the config trains it.
 
     Checkpoint, weight and tokenizer paths are dropped (nothing is loaded; the LLM's geometry must
-    then come from ``llama_config``). ``layers`` shortens the LLM (the CPU benchmark's setup).
+    then come from ``llama_config``). ``layers`` shortens the LLM; ``device="cpu"`` builds it with
+    random weights (the CPU benchmark's setup).
     """
     from lightning_modules.grove_module import GroveModule
     from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
@@ -89,7 +90,7 @@ def build_meta_module(config: dict, layers: int | None = None):
                          "(hidden_size, num_hidden_layers, ...) in the config; a 'path' is not read")
     if layers is not None:
         args["language_model"] = replace(lm, llama_config={**lm.llama_config, "num_hidden_layers": int(layers)})
-    with torch.device("meta"):
+    with torch.device(device):
         return GroveModule(**args)
 
 
@@ -281,6 +282,13 @@ def activation_values(model: nn.Module, workload: Workload, checkpointing: bool)
     return out
 
 
+def activation_bytes(parts: dict[str, int], activation_bytes: int = 2, llm_bytes: int | None = None) -> float:
+    """Bytes of :func:`activation_values`' parts; the LLM's parts at ``llm_bytes`` when its dtype
+    differs from the rest (e.g. a bf16 LLM beside fp32 encoders without autocast)."""
+    llm = activation_bytes if llm_bytes is None else llm_bytes
+    return float(sum(v * (llm if k.startswith("llm_") else activation_bytes) for k, v in parts.items()))
+
+
 # --------------------------------------------------------------------------------------- per GPU
 @dataclass
 class MemoryEstimate:
@@ -356,6 +364,6 @@ def largest_fitting(rows: list[MemoryEstimate], capacity_gib: float) -> dict[tup
     return best
 
 
-__all__ = ["read_config", "build_meta_module", "ParameterSummary", "Workload", "activation_values",
+__all__ = ["read_config", "build_meta_module", "ParameterSummary", "Workload", "activation_values", "activation_bytes",
            "clip_block_values", "sam_block_values", "llama_layer_values", "decoder_values", "MemoryEstimate",
            "estimate", "table", "largest_fitting", "STRATEGIES", "GIB"]

@@ -58,9 +58,11 @@ def official_prompt(model, phrases: int = 3, text_before: int = 40, caption: int
     a caption whose phrases end in [DET]."""
     lm = model.language_model
     video = model.num_video_tokens
-    ids = [1] + [100 + i for i in range(text_before)] + [lm.video_token_id] * video + [200 + i for i in range(10)]
+    ordinary = lm.get_input_embeddings().num_embeddings - 16  # ids below GROVE's added tokens
+    text = lambda start, n: [3 + (start + i) % ordinary for i in range(n)]  # noqa: E731
+    ids = [1] + text(100, text_before) + [lm.video_token_id] * video + text(200, 10)
     answer_start = len(ids)
-    words = [300 + i for i in range(caption)]
+    words = text(300, caption)
     for k in range(phrases):  # "... <p> phrase </p> [DET] ..."
         words[4 + 8 * k] = lm.det_token_id
     ids = torch.tensor([ids + words + [2]])
@@ -188,3 +190,67 @@ def test_memory_model_script_prints_the_table(capsys):
             assert by_key[(strategy, ckpt, 1)] < by_key[(strategy, ckpt, 2)]
     for strategy in ("ddp", "zero2", "fsdp"):
         assert by_key[(strategy, "on", 2)] < by_key[(strategy, "off", 2)]
+
+
+# -- the options real-size training uses: attention implementation and gradient checkpointing -----
+def _tiny_language_model(seed: int = 0, **overrides):
+    from dataclasses import replace
+
+    from models.configs import tiny_configs
+    from models.language_model import GroveLanguageModel
+
+    torch.manual_seed(seed)
+    return GroveLanguageModel(replace(tiny_configs()["language_model"], **overrides))
+
+
+def test_sdpa_attention_matches_eager():
+    eager = _tiny_language_model(attn_implementation="eager")
+    sdpa = _tiny_language_model(attn_implementation="sdpa")
+    assert sdpa.model.config._attn_implementation == "sdpa"
+    embeds = torch.randn(2, 9, eager.hidden_size)
+    mask = torch.ones(2, 9, dtype=torch.long)
+    mask[1, 6:] = 0  # right padding, as the training batches
+    ref = eager.model.get_decoder()(inputs_embeds=embeds, attention_mask=mask).last_hidden_state
+    out = sdpa.model.get_decoder()(inputs_embeds=embeds, attention_mask=mask).last_hidden_state
+    torch.testing.assert_close(out[0], ref[0], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out[1, :6], ref[1, :6], rtol=1e-4, atol=1e-5)
+
+
+def test_attention_implementation_errors_name_the_key():
+    import importlib.util
+
+    with pytest.raises(ValueError, match="model.language_model.attn_implementation"):
+        _tiny_language_model(attn_implementation="flash")
+    if importlib.util.find_spec("flash_attn") is None:
+        with pytest.raises(ImportError, match="model.language_model.attn_implementation.*flash-attn"):
+            _tiny_language_model(attn_implementation="flash_attention_2")
+
+
+def test_gradient_checkpointing_gives_the_same_step():
+    """Checkpointing in CLIP, SAM and the LLM recomputes activations: same loss, same gradients."""
+    results = []
+    for checkpointing in (False, True):
+        config = read_config([ROOT / "configs" / "official" / "tiny.yaml"])
+        for part in ("global_encoder", "grounding_encoder", "language_model"):
+            config["model"]["init_args"][part]["gradient_checkpointing"] = checkpointing
+        torch.manual_seed(0)
+        model = build_meta_module(config, device="cpu").model.train()
+        ids, mask, labels, _ = official_prompt(model, phrases=2, text_before=5, caption=20)
+        g = torch.Generator().manual_seed(1)
+        size = (model.global_encoder.config.image_size, model.grounding_encoder.config.image_size)
+        global_frames = torch.randn(1, 4, 3, size[0], size[0], generator=g)
+        grounding_frames = torch.randn(1, 4, 3, size[1], size[1], generator=g)
+        seen, pack = saved_bytes_counter(dict(model.named_parameters()))
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = model(global_frames, grounding_frames, ids, mask, labels=labels,
+                        phrase_mask=torch.ones(1, 2, dtype=torch.bool))
+        loss = out.lm_loss + out.boxes.square().sum() + out.objectness_logits.sum()
+        loss.backward()
+        grads = {n: p.grad for n, p in model.named_parameters() if p.requires_grad}
+        results.append((loss.detach(), grads, sum(seen.values())))
+    (loss_off, grads_off, saved_off), (loss_on, grads_on, saved_on) = results
+    assert saved_on < saved_off / 2  # the blocks kept only their inputs
+    torch.testing.assert_close(loss_on, loss_off)
+    assert grads_off.keys() == grads_on.keys() and any(n.startswith("grounding_encoder.adapters") for n in grads_on)
+    for name in grads_off:
+        torch.testing.assert_close(grads_on[name], grads_off[name], rtol=1e-4, atol=1e-6, msg=name)

@@ -1,0 +1,149 @@
+"""One GROVE training step at real encoder sizes on the CPU: time and peak memory, next to the memory model.
+
+    python bench/bench_real_size.py [--config configs/official/grove.yaml] [--frames 8] [--llm-layers 2]
+                                    [--no-checkpointing] [--steps 2] [--threads 2]
+
+The model of the config with random weights: CLIP ViT-L/14-336 with its adapters, SAM ViT-H at
+512 px with its adapters, the LLM shortened to ``--llm-layers`` layers at its real width and
+vocabulary (hidden 4096, 32,010 tokens), the box decoder and heads. One sample (micro-batch 1)
+of ``--frames`` frames with a grounded-caption prompt (576 video tokens, phrases ending in
+[DET]) and random box targets goes through GroveModule's training loss, backward and an AdamW
+step on the parameter groups the config trains. Step 1 also allocates the optimizer state; the
+later steps are the steady state that the memory model describes. Peak memory is the process's
+peak resident set; the prediction is lightning_modules/memory_model.py's "single" engine (no
+sharding, weights in their stored dtype, no autocast) plus the process's resident set before
+the model was built.
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import core  # noqa: E402,F401
+
+import psutil  # noqa: E402
+import torch  # noqa: E402
+
+from lightning_modules.memory_model import (GIB, ParameterSummary, Workload, activation_bytes,  # noqa: E402
+                                            activation_values, build_meta_module, estimate, read_config)
+
+
+def rss() -> int:
+    return psutil.Process().memory_info().rss
+
+
+def peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def make_batch(model, frames: int, phrases: int, text_tokens: int, answer_tokens: int, seed: int = 0) -> dict:
+    """One random training sample in the layout GroveModule.compute_losses reads."""
+    g = torch.Generator().manual_seed(seed)
+    lm = model.language_model
+    vocab = lm.get_input_embeddings().num_embeddings
+    prompt = text_tokens - answer_tokens
+    before = prompt // 2
+    text = lambda n: torch.randint(3, min(vocab, 1000), (n,), generator=g)  # noqa: E731
+    answer = text(answer_tokens)
+    answer[torch.linspace(3, answer_tokens - 2, phrases).long()] = lm.det_token_id
+    ids = torch.cat((torch.tensor([1]), text(before - 1), torch.full((model.num_video_tokens,), lm.video_token_id),
+                     text(prompt - before), answer)).unsqueeze(0)
+    labels = ids.clone()
+    labels[:, : ids.shape[1] - answer_tokens] = -100
+    centre = torch.rand(1, frames, phrases, 2, generator=g) * 0.6 + 0.2
+    size = torch.rand(1, frames, phrases, 2, generator=g) * 0.3 + 0.1
+    return {
+        "global_frames": torch.randn(1, frames, 3, *(model.global_encoder.config.image_size,) * 2, generator=g),
+        "grounding_frames": torch.randn(1, frames, 3, *(model.grounding_encoder.config.image_size,) * 2, generator=g),
+        "input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels,
+        "phrase_mask": torch.ones(1, phrases, dtype=torch.bool),
+        "boxes": torch.cat((centre, size), dim=-1),
+        "present": torch.rand(1, frames, phrases, generator=g) > 0.2,
+        "keys": ["bench"],
+    }
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", action="append", default=None, help="default configs/official/grove.yaml")
+    parser.add_argument("--frames", type=int, default=8)
+    parser.add_argument("--llm-layers", type=int, default=2)
+    parser.add_argument("--no-checkpointing", action="store_true",
+                        help="keep every activation (default: gradient checkpointing in CLIP, SAM and the LLM)")
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--phrases", type=int, default=Workload.phrases)
+    parser.add_argument("--text-tokens", type=int, default=Workload.text_tokens)
+    parser.add_argument("--answer-tokens", type=int, default=Workload.answer_tokens)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    checkpointing = not args.no_checkpointing
+    config = read_config(args.config or [ROOT / "configs" / "official" / "grove.yaml"])
+    for part in ("global_encoder", "grounding_encoder", "language_model"):
+        config["model"]["init_args"][part]["gradient_checkpointing"] = checkpointing
+    workload = Workload(frames=args.frames, text_tokens=args.text_tokens, answer_tokens=args.answer_tokens,
+                        phrases=args.phrases)
+
+    # the prediction, from the same config built on the meta device
+    meta = build_meta_module(config, layers=args.llm_layers)
+    params = ParameterSummary.of(meta.model)
+    llm_bytes = meta.model.language_model.get_input_embeddings().weight.element_size()
+    parts = activation_values(meta.model, workload, checkpointing)
+    predicted_acts = activation_bytes(parts, activation_bytes=4, llm_bytes=llm_bytes)
+    fixed = estimate(params, 0, "single", 1, 1, checkpointing, overhead_gib=0.0)
+    del meta
+
+    baseline = rss()
+    start = time.perf_counter()
+    module = build_meta_module(config, layers=args.llm_layers, device="cpu")
+    module.train()
+    build_s = time.perf_counter() - start
+    after_build = rss()
+    assert ParameterSummary.of(module.model).total == params.total
+    optimizer = torch.optim.AdamW(module.optimizer_param_groups(), lr=5e-5, betas=(0.9, 0.95), weight_decay=0.0)
+    batch = make_batch(module.model, args.frames, args.phrases, workload.text_tokens, args.answer_tokens)
+    times = []
+    for step in range(args.steps):
+        start = time.perf_counter()
+        losses, _, _ = module.compute_losses(batch)
+        optimizer.zero_grad(set_to_none=True)
+        losses["loss"].backward()
+        optimizer.step()
+        times.append(time.perf_counter() - start)
+        print(f"step {step + 1}: {times[-1]:.1f} s, loss {float(losses['loss'].detach()):.3f}, "
+              f"peak RSS so far {peak_rss() / GIB:.2f} GiB", flush=True)
+    predicted_peak = baseline + fixed.total + predicted_acts
+    result = {
+        "frames": args.frames, "llm_layers": args.llm_layers, "checkpointing": checkpointing,
+        "threads": args.threads, "parameters": params.total, "trainable": params.trainable,
+        "build_s": build_s, "step_s": times, "baseline_rss_gib": baseline / GIB,
+        "weights_rss_gib": (after_build - baseline) / GIB, "peak_rss_gib": peak_rss() / GIB,
+        "predicted_weights_gib": fixed.weights / GIB, "predicted_grads_gib": fixed.gradients / GIB,
+        "predicted_optimizer_gib": fixed.optimizer / GIB, "predicted_activations_gib": predicted_acts / GIB,
+        "predicted_peak_gib": predicted_peak / GIB,
+    }
+    sizes = (module.model.global_encoder.config.image_size, module.model.grounding_encoder.config.image_size)
+    print(f"setup: {args.frames} frames at {sizes[0]}/{sizes[1]} px, LLM {args.llm_layers} layers at hidden "
+          f"{module.model.language_model.hidden_size}, vocabulary "
+          f"{module.model.language_model.get_input_embeddings().num_embeddings}, micro-batch 1, gradient "
+          f"checkpointing {'on' if checkpointing else 'off'}, {args.threads} threads")
+    print(f"parameters {params.total:,} (trainable {params.trainable:,}); model built in {build_s:.1f} s")
+    print("step times: " + ", ".join(f"{t:.1f} s" for t in times))
+    print(f"resident memory: before the model {baseline / GIB:.2f} GiB, with the model "
+          f"{after_build / GIB:.2f} GiB, peak {peak_rss() / GIB:.2f} GiB")
+    print(f"memory model: weights {fixed.weights / GIB:.2f} + gradients {fixed.gradients / GIB:.2f} + optimizer "
+          f"{fixed.optimizer / GIB:.2f} + activations {predicted_acts / GIB:.2f} + before-model "
+          f"{baseline / GIB:.2f} = {predicted_peak / GIB:.2f} GiB (measured/predicted "
+          f"{peak_rss() / predicted_peak:.2f})")
+    return result
+
+
+if __name__ == "__main__":
+    main()

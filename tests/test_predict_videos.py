@@ -127,11 +127,12 @@ FIXED_CAPTION = "a <p> red shape </p> [DET] moves next to <p> the wall </p> [DET
 def test_predict_on_reencoded_video_gives_its_own_pixel_coordinates(tiny_synthetic_root, video_folder, tmp_path,
                                                                      monkeypatch, capsys):
     from cli import cli_main
-    from lightning_modules.grove_module import GroveModule
+    from models.grove import Grove
 
     # Fix the caption so both videos are grounded with the same phrases: the box decoder is then a
     # deterministic function of (almost) the same frames, and only the pixel scale may differ.
-    monkeypatch.setattr(GroveModule, "generate", lambda self, batch: [FIXED_CAPTION] * len(batch["keys"]))
+    monkeypatch.setattr(Grove, "generate_captions",
+                        lambda self, frames, max_new_tokens=64, video_embeds=None: [FIXED_CAPTION] * len(frames))
     cli = cli_main(["predict", *tiny_cli_args(tiny_synthetic_root, tmp_path), f"--data.videos={video_folder}",
                     "--model.init_args.objectness_threshold=0.0"])
     run = Path(cli.trainer.log_dir)

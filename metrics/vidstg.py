@@ -1,26 +1,33 @@
-"""VidSTG metrics (SPEC §5): m_vIoU, vIoU@0.3, vIoU@0.5 per sentence type, and the spatial-only
-variant with the ground-truth temporal span.
+"""VidSTG metrics as TubeDETR's ``vidstg_eval.py`` computes them: m_vIoU, vIoU@0.3, vIoU@0.5 and
+m_tIoU per sentence type, and the spatial-only variant with the ground-truth temporal span.
 
-TubeDETR's definition, on the frames of the evaluation grid (the record's 5-fps frames):
-``vIoU = sum of IoU over frames in T_pred ∩ T_gt / |T_pred ∪ T_gt|``, where ``T_gt`` holds the
-frames with a ground-truth box (the tube) and ``T_pred`` the frames with a predicted box;
-``vIoU@t`` is the fraction of sentences with ``vIoU > t`` (strict). The spatial-only variant
-(the GROVE paper's m_vIoU, "ground-truth temporal localisation") is the IoU averaged over the
-``T_gt`` frames, a frame without a predicted box counting 0. Averages are taken per sentence type
-(declarative / interrogative) and over all sentences.
+Frame grid (TubeDETR's, the default): over a sentence's used segment ``[start, end)``, the
+frames where ``int(f * 5 / fps)`` increases (an absolute 5-fps grid, starting at ``start``); a
+grid longer than 200 frames is subsampled to 200 (``grid[j * n // 200]``). ``grid="record"``
+evaluates the frames of the in-memory record instead (the frames the model was given).
 
-Choices (documented): the predicted temporal span is the set of grid frames where the prediction
-keeps a box (the objectness threshold decides; a model without objectness keeps every frame it is
-given, so with clips cut to the GT tube T_pred is the tube and the two variants differ only where
-the GT trajectory has no box on a frame of the tube). VidSTG has one
-target per sentence, so in each frame the highest-scored predicted box is taken (the first on ties
-or without scores), whatever its label. Predicted frames off the grid are ignored.
+Per sentence, with ``T_gt`` the grid frames inside the ground-truth tube and the predicted span
+``[s, e)``: ``vIoU = sum of IoU over T_gt frames inside [max start, min end) / number of grid
+frames inside [min start, max end)``; ``vIoU@t`` is the fraction of sentences with ``vIoU > t``
+(strict). The spatial-only variant (the GROVE paper's m_vIoU, "ground-truth temporal
+localisation") is the IoU averaged over ``T_gt``; ``tIoU`` is the frame-span IoU of the two spans.
+
+Inputs: plain data (:class:`VidSTGSentence` and, per sentence, predicted boxes by source frame
+with an optional predicted span), in-memory records (:func:`evaluate_vidstg`), or the annotation
+file (``python -m metrics.vidstg``, every frame of each tube read from the file). Choices where
+the evaluator would fail instead (documented): a tube frame of the grid without a ground-truth
+box is left out of ``T_gt``; a ``T_gt`` frame without a predicted box scores IoU 0 (both are
+counted in the report); without a predicted span the span is that of the grid frames where a box
+is predicted (a model without objectness predicts every frame it is given, so with clips cut to
+the tube this is the tube); in each frame the highest-scored predicted box is taken (the first on
+ties or without scores).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -28,67 +35,111 @@ import numpy as np
 import torch
 
 from core.box_ops import box_iou_pairwise
-from metrics.prediction_set import PredictionSetMetric
 from metrics.grounding import frames_from_prediction
+from metrics.prediction_set import PredictionSetMetric
 
 SENTENCE_TYPES = ("declarative", "interrogative")
 THRESHOLDS = (0.3, 0.5)
+GRIDS = ("tubedetr", "record")
+SAMPLE_FPS = 5.0
+MAX_FRAMES = 200
 
 
-def _sentence_arrays(record, prediction: Mapping[str, Any] | None, source: str):
-    """Per grid frame of one sentence: GT box/presence and the chosen predicted box/presence."""
-    grid = record.frame_indices
-    n = len(grid)
-    gt_present = np.fromiter((len(b) > 0 for b in record.bboxes), dtype=bool, count=n)
-    gt_box = np.zeros((n, 4))
-    if gt_present.any():
-        gt_box[gt_present] = np.stack([b[0] for b in record.bboxes if len(b)])
-    pred_present = np.zeros(n, dtype=bool)
-    pred_box = np.zeros((n, 4))
-    if prediction is not None:
-        frames = frames_from_prediction(prediction, key=record.key, source=source)
-        with_boxes = [f for f in frames if len(f.boxes)]
-        if with_boxes:
-            frame_ids = np.array([f.frame for f in with_boxes])
-            best = np.stack([f.boxes[0 if f.scores is None else int(np.argmax(f.scores))] for f in with_boxes])
-            pos = np.searchsorted(grid, frame_ids)
-            on_grid = (pos < n) & (grid[np.minimum(pos, n - 1)] == frame_ids)
-            pred_present[pos[on_grid]] = True
-            pred_box[pos[on_grid]] = best[on_grid]
-    return gt_present, gt_box, pred_present, pred_box
+def tubedetr_frame_grid(fps: float, start: int, end: int, sample_fps: float = SAMPLE_FPS,
+                        max_frames: int = MAX_FRAMES) -> np.ndarray:
+    """TubeDETR's evaluation frames of ``[start, end)``: ``start``, then each frame where
+    ``int(f * sample_fps / fps)`` increases; subsampled to ``max_frames`` when longer."""
+    frames = np.arange(int(start), int(end), dtype=np.int64)
+    if len(frames) == 0:
+        return frames
+    bucket = np.floor(frames * (sample_fps / fps)).astype(np.int64)
+    grid = frames[np.concatenate([[True], bucket[1:] > bucket[:-1]])]
+    if len(grid) > max_frames:
+        grid = grid[(np.arange(max_frames) * len(grid)) // max_frames]
+    return grid
 
 
-def sentence_vious(records: Sequence, predictions: Mapping[str, Mapping[str, Any]],
-                   source: str = "<memory>") -> tuple[np.ndarray, np.ndarray]:
-    """``(vIoU, spatial vIoU)`` per record, in the order of ``records`` (missing prediction = none)."""
-    parts = [_sentence_arrays(r, predictions.get(r.key), source) for r in records]
-    if not parts:
-        return np.zeros(0), np.zeros(0)
-    sentence = np.repeat(np.arange(len(parts)), [len(p[0]) for p in parts])
-    gt_present, gt_box, pred_present, pred_box = (np.concatenate([p[i] for p in parts]) for i in range(4))
-    both = gt_present & pred_present
-    iou = box_iou_pairwise(torch.from_numpy(pred_box), torch.from_numpy(gt_box)).numpy() * both
-    m = len(parts)
-    inter_sum = np.bincount(sentence, weights=iou, minlength=m)
-    union = np.bincount(sentence, weights=(gt_present | pred_present).astype(float), minlength=m)
-    tube = np.bincount(sentence, weights=gt_present.astype(float), minlength=m)
-    return inter_sum / np.maximum(union, 1.0), inter_sum / np.maximum(tube, 1.0)
+@dataclass
+class VidSTGSentence:
+    """One VidSTG sentence as plain data.
 
-
-def evaluate_vidstg(records: Iterable | Mapping, predictions: Mapping[str, Mapping[str, Any]],
-                    thresholds: Sequence[float] = THRESHOLDS, source: str = "<memory>") -> dict[str, float]:
-    """VidSTG metrics of SPEC §3 predictions against VidSTG records (``extra['sentence_type']``).
-
-    Keys: ``{type}_m_vIoU``, ``{type}_vIoU@{t}``, ``{type}_m_vIoU_gt_temporal``,
-    ``{type}_vIoU@{t}_gt_temporal`` and ``num_{type}`` for type in declarative, interrogative
-    and ``all``; fractions in [0, 1], NaN for a type with no sentence.
+    ``segment`` and ``tube`` are ``[start, end)`` source frames (TubeDETR evaluates the used
+    segment); ``boxes`` maps source frames to the target's ``xyxy`` box and must cover the tube's
+    grid frames; ``frames`` overrides TubeDETR's grid (``grid="record"``).
     """
-    items = list(records.values() if isinstance(records, Mapping) else records)
-    types = np.array([r.extra.get("sentence_type", "") for r in items])
-    unknown = sorted(set(types.tolist()) - set(SENTENCE_TYPES))
+
+    key: str
+    sentence_type: str
+    fps: float
+    segment: tuple[int, int]
+    tube: tuple[int, int]
+    boxes: Mapping[int, Sequence[float]]
+    frames: np.ndarray | None = field(default=None, repr=False)
+
+
+def _predicted_boxes(prediction: Mapping[str, Any] | None, key: str, source: str) -> dict[int, np.ndarray]:
+    """Frame -> the frame's highest-scored predicted box (SPEC §3 prediction)."""
+    if prediction is None:
+        return {}
+    out = {}
+    for f in frames_from_prediction(prediction, key=key, source=source):
+        if len(f.boxes):
+            out[f.frame] = f.boxes[0 if f.scores is None else int(np.argmax(f.scores))]
+    return out
+
+
+def sentence_scores(sentence: VidSTGSentence, predicted: Mapping[int, Sequence[float]],
+                    span: Sequence[int] | None = None, sample_fps: float = SAMPLE_FPS,
+                    max_frames: int = MAX_FRAMES) -> dict[str, float]:
+    """``vIoU``, ``gt_vIoU`` and ``tIoU`` of one sentence, plus the frames left out / scored 0."""
+    grid = (np.asarray(sentence.frames, dtype=np.int64) if sentence.frames is not None
+            else tubedetr_frame_grid(sentence.fps, *sentence.segment, sample_fps, max_frames))
+    t0, t1 = int(sentence.tube[0]), int(sentence.tube[1])
+    in_tube = grid[(grid >= t0) & (grid < t1)]
+    has_gt = np.array([int(f) in sentence.boxes for f in in_tube.tolist()], dtype=bool)
+    gt_frames = in_tube[has_gt]
+    n = len(gt_frames)
+    gt = np.array([sentence.boxes[int(f)] for f in gt_frames.tolist()], dtype=np.float64).reshape(n, 4)
+    has_pred = np.array([int(f) in predicted for f in gt_frames.tolist()], dtype=bool)
+    pred = np.array([predicted[int(f)] if p else [0.0, 0.0, 0.0, 0.0]
+                     for f, p in zip(gt_frames.tolist(), has_pred.tolist())], dtype=np.float64).reshape(n, 4)
+    iou = box_iou_pairwise(torch.from_numpy(pred), torch.from_numpy(gt)).numpy() * has_pred
+    if span is None:
+        on_grid = [f for f in grid.tolist() if f in predicted]
+        span = (min(on_grid), max(on_grid) + 1) if on_grid else None
+    if span is None:  # nothing predicted: empty intersection, the union is the tube
+        viou, tiou = 0.0, 0.0
+    else:
+        s, e = int(span[0]), int(span[1])
+        inter_frames = (gt_frames >= max(s, t0)) & (gt_frames < min(e, t1))
+        union = int(((grid >= min(s, t0)) & (grid < max(e, t1))).sum())
+        viou = float(iou[inter_frames].sum()) / max(union, 1)
+        inter = min(e, t1) - max(s, t0)
+        tiou = 0.0 if inter <= 0 else inter / ((t1 - t0) + (e - s) - inter)
+    return {"vIoU": viou, "gt_vIoU": float(iou.sum()) / max(n, 1), "tIoU": float(tiou),
+            "gt_frames_missing": int((~has_gt).sum()), "pred_frames_missing": int((~has_pred).sum())}
+
+
+def evaluate_vidstg_sentences(sentences: Iterable[VidSTGSentence], predictions: Mapping[str, Mapping[int, Sequence[float]]],
+                              spans: Mapping[str, Sequence[int]] | None = None,
+                              thresholds: Sequence[float] = THRESHOLDS, sample_fps: float = SAMPLE_FPS,
+                              max_frames: int = MAX_FRAMES) -> dict[str, float]:
+    """The VidSTG metrics from plain data: predicted boxes ``{key: {frame: xyxy}}`` and optional
+    predicted spans ``{key: (start, end)}`` (frames, end exclusive).
+
+    Keys: ``{type}_m_vIoU``, ``{type}_vIoU@{t}``, ``{type}_m_tIoU``, ``{type}_m_vIoU_gt_temporal``,
+    ``{type}_vIoU@{t}_gt_temporal``, ``num_{type}`` for type in declarative, interrogative and
+    ``all`` (NaN for a type without sentence), and ``num_gt_frames_missing`` /
+    ``num_pred_frames_missing`` (module docstring).
+    """
+    items = list(sentences)
+    unknown = sorted({s.sentence_type for s in items} - set(SENTENCE_TYPES))
     if unknown:
-        raise ValueError(f"records with sentence_type {unknown}: expected one of {SENTENCE_TYPES} (VidSTG records)")
-    viou, gt_viou = sentence_vious(items, predictions, source)
+        raise ValueError(f"sentences with sentence_type {unknown}: expected one of {SENTENCE_TYPES}")
+    spans = spans or {}
+    rows = [sentence_scores(s, predictions.get(s.key, {}), spans.get(s.key), sample_fps, max_frames) for s in items]
+    types = np.array([s.sentence_type for s in items])
+    viou, gt_viou, tiou = (np.array([r[k] for r in rows], dtype=np.float64) for k in ("vIoU", "gt_vIoU", "tIoU"))
     out: dict[str, float] = {}
     for name, mask in [(t, types == t) for t in SENTENCE_TYPES] + [("all", np.ones(len(items), dtype=bool))]:
         count = int(mask.sum())
@@ -96,11 +147,66 @@ def evaluate_vidstg(records: Iterable | Mapping, predictions: Mapping[str, Mappi
         out[f"{name}_m_vIoU"] = mean(viou)
         for t in thresholds:
             out[f"{name}_vIoU@{t}"] = mean((viou > t).astype(float))
+        out[f"{name}_m_tIoU"] = mean(tiou)
         out[f"{name}_m_vIoU_gt_temporal"] = mean(gt_viou)
         for t in thresholds:
             out[f"{name}_vIoU@{t}_gt_temporal"] = mean((gt_viou > t).astype(float))
         out[f"num_{name}"] = float(count)
+    out["num_gt_frames_missing"] = float(sum(r["gt_frames_missing"] for r in rows))
+    out["num_pred_frames_missing"] = float(sum(r["pred_frames_missing"] for r in rows))
     return out
+
+
+def sentence_from_record(record, grid: str = "tubedetr", sample_fps: float = SAMPLE_FPS,
+                         max_frames: int = MAX_FRAMES) -> VidSTGSentence:
+    """A VidSTG record (``extra``: sentence_type, optional tube / used_segment) as plain data.
+
+    With ``grid="tubedetr"`` the record must hold every frame of TubeDETR's grid inside its tube
+    (records sampled on another grid cannot give TubeDETR's figure: an error says so).
+    """
+    if grid not in GRIDS:
+        raise ValueError(f"grid must be one of {GRIDS}, got {grid!r}")
+    frames = record.frame_indices
+    boxes = {int(f): b[0].tolist() for f, b in zip(frames, record.bboxes) if len(b)}
+    tube = record.extra.get("tube")
+    if tube is None:
+        tube = (min(boxes), max(boxes) + 1) if boxes else (int(frames[0]), int(frames[0]))
+    segment = record.extra.get("used_segment") or (record.clip_start_frame, record.clip_end_frame + 1)
+    sentence = VidSTGSentence(record.key, record.extra.get("sentence_type", ""), float(record.fps),
+                              (int(segment[0]), int(segment[1])), (int(tube[0]), int(tube[1])), boxes,
+                              frames=frames if grid == "record" else None)
+    if grid == "tubedetr":
+        official = tubedetr_frame_grid(sentence.fps, *sentence.segment, sample_fps, max_frames)
+        needed = official[(official >= sentence.tube[0]) & (official < sentence.tube[1])]
+        absent = np.setdiff1d(needed, frames)
+        if len(absent):
+            raise ValueError(f"record '{record.key}': frames {absent[:5].tolist()} of TubeDETR's grid lie in the "
+                             "tube but not on the record's annotation grid; evaluate the annotation file "
+                             "(python -m metrics.vidstg) or use grid='record'")
+    return sentence
+
+
+def sentence_vious(records: Sequence, predictions: Mapping[str, Mapping[str, Any]], source: str = "<memory>",
+                   grid: str = "tubedetr") -> tuple[np.ndarray, np.ndarray]:
+    """``(vIoU, spatial vIoU)`` per record, in the order of ``records`` (missing prediction = none)."""
+    rows = []
+    for r in records:
+        pred = predictions.get(r.key)
+        span = pred.get("span") if isinstance(pred, Mapping) else None
+        rows.append(sentence_scores(sentence_from_record(r, grid), _predicted_boxes(pred, r.key, source), span))
+    return np.array([x["vIoU"] for x in rows]), np.array([x["gt_vIoU"] for x in rows])
+
+
+def evaluate_vidstg(records: Iterable | Mapping, predictions: Mapping[str, Mapping[str, Any]],
+                    thresholds: Sequence[float] = THRESHOLDS, source: str = "<memory>",
+                    grid: str = "tubedetr") -> dict[str, float]:
+    """VidSTG metrics of SPEC §3 predictions (an optional ``"span": [start, end)`` per sentence is
+    the predicted temporal span) against in-memory VidSTG records (``extra['sentence_type']``)."""
+    items = list(records.values() if isinstance(records, Mapping) else records)
+    sentences = [sentence_from_record(r, grid) for r in items]
+    boxes = {r.key: _predicted_boxes(predictions.get(r.key), r.key, source) for r in items}
+    spans = {k: p["span"] for k, p in predictions.items() if isinstance(p, Mapping) and p.get("span") is not None}
+    return evaluate_vidstg_sentences(sentences, boxes, spans, thresholds)
 
 
 class VidSTGMetric(PredictionSetMetric):
@@ -108,24 +214,28 @@ class VidSTGMetric(PredictionSetMetric):
 
     The state is the predictions (SPEC §3 dicts serialised to bytes), gathered by concatenation
     under DDP; references (the DataModule's records) are set with :meth:`set_references`.
+    ``grid="record"`` (default here) scores the frames the model was given, which is what a
+    validation run can score; TubeDETR's grid needs records sampled on it (``python -m
+    metrics.vidstg`` reads it from the annotation file).
     """
 
-    def __init__(self, thresholds: Sequence[float] = THRESHOLDS, **kwargs):
+    def __init__(self, thresholds: Sequence[float] = THRESHOLDS, grid: str = "record", **kwargs):
         super().__init__(**kwargs)
+        if grid not in GRIDS:
+            raise ValueError(f"grid must be one of {GRIDS}, got {grid!r}")
         self.thresholds = tuple(thresholds)
+        self.grid = grid
         self.references: dict[str, Any] = {}
 
     def set_references(self, references: Iterable | Mapping) -> None:
         items = references.values() if isinstance(references, Mapping) else references
         self.references = {r.key: r for r in items}
 
-
-
     def evaluate(self) -> dict[str, float]:
         preds = self.checked_predictions(self.references, unit="sentence")
         if not preds:
             return {}
-        return evaluate_vidstg([self.references[k] for k in preds], preds, self.thresholds)
+        return evaluate_vidstg([self.references[k] for k in preds], preds, self.thresholds, grid=self.grid)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
@@ -133,22 +243,37 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--annotations", required=True, help="VidSTG file (VidSTG's own or TubeDETR's layout)")
     parser.add_argument("--vidor-annotations", default=None, help="VidOR annotation folder (VidSTG's own layout)")
     parser.add_argument("--segment", default="tube", choices=("tube", "used"),
-                        help="the frames the predictions cover: the GT tube (default) or the used segment")
-    parser.add_argument("--pred", required=True, help="predictions JSON (SPEC §3), keyed by sentence key")
+                        help="the clips the predictions were made on: the GT tube (default) or the used segment "
+                             "(with --grid record, the frames evaluated)")
+    parser.add_argument("--grid", default="tubedetr", choices=GRIDS,
+                        help="'tubedetr' (default: TubeDETR's 5-fps grid over the used segment, boxes of every "
+                             "tube frame read from the file) or 'record' (the project's annotation grid)")
+    parser.add_argument("--pred", required=True, help="predictions JSON (SPEC §3; optional 'span' per sentence)")
     parser.add_argument("--out", default=None, help="write the report as JSON here")
     args = parser.parse_args(argv)
     from datamodules.vidstg import read_vidstg
     from metrics.evaluate import load_predictions
+    from metrics.vidstg_annotations import read_vidstg_sentences
 
-    records = read_vidstg(args.annotations, args.vidor_annotations, args.segment)
     preds = load_predictions(args.pred)
-    known = {r.key for r in records}
+    if args.grid == "tubedetr":
+        sentences = read_vidstg_sentences(args.annotations, args.vidor_annotations)
+        boxes = {s.key: _predicted_boxes(preds.get(s.key), s.key, str(args.pred)) for s in sentences}
+        spans = {k: p["span"] for k, p in preds.items() if isinstance(p, Mapping) and p.get("span") is not None}
+        report = evaluate_vidstg_sentences(sentences, boxes, spans)
+        known = {s.key for s in sentences}
+    else:
+        records = read_vidstg(args.annotations, args.vidor_annotations, args.segment)
+        report = evaluate_vidstg(records, preds, source=str(args.pred), grid="record")
+        known = {r.key for r in records}
     missing = sum(1 for k in known if k not in preds)
-    report = evaluate_vidstg(records, preds, source=str(args.pred))
     for name, value in report.items():
         print(f"{name:<40} {value:.0f}" if name.startswith("num_") else f"{name:<40} {value:.4f}")
     if missing:
         print(f"sentences without a prediction (scored as empty): {missing}")
+    if report.get("num_pred_frames_missing"):
+        print(f"ground-truth frames without a predicted box (IoU 0): {report['num_pred_frames_missing']:.0f}"
+              + (" (predictions are not on TubeDETR's grid?)" if args.grid == "tubedetr" else ""))
     ignored = sum(1 for k in preds if k not in known)
     if ignored:
         print(f"predicted sentences not in the annotations (ignored): {ignored}")

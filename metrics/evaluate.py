@@ -1,7 +1,7 @@
 """Offline evaluator: ``python -m metrics.evaluate --gt <annotations> --pred <predictions.json>``.
 
 GT in any annotation layout the project reads (project JSON, one pickle of all records, a folder
-of per-key pickles); predictions in SPEC §3 JSON. Two protocols (``docs/evaluation_protocols.md``):
+of per-key pickles); predictions in the JSON format predict writes. Two protocols (``docs/evaluation_protocols.md``):
 
 * ``project`` (default): :mod:`metrics.grounding`; clips missing from the predictions count as
   empty predictions and are listed; predicted clips absent from the GT are listed and ignored.
@@ -172,7 +172,7 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
                          caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
                          capture: bool = True, objectness_threshold: float | None = None,
                          pred_source: str = "<memory>", invalid: str = "error") -> dict[str, Any]:
-    """The evaluator on in-memory GT records (key -> record) and SPEC §3 predictions.
+    """The evaluator on in-memory GT records (key -> record) and predictions (the JSON format predict writes).
 
     ``invalid``: ``error`` rejects a predicted box that cannot be right (naming clip, frame and
     field), ``skip`` drops it and counts it in the report's ``invalid_predictions``.
@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     """Every command-line option of the evaluator (one place, so options can be added beside them)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gt", required=True, help="annotation file or folder (JSON, pickle, per-key pickles)")
-    parser.add_argument("--pred", required=True, help="predictions JSON (SPEC §3)")
+    parser.add_argument("--pred", required=True, help="predictions JSON (the format predict writes)")
     parser.add_argument("--protocol", default="project", choices=PROTOCOLS,
                         help="'project' (default) or 'official' (the GROVE release's eval_iground.py)")
     parser.add_argument("--level", default="both", choices=sorted(LEVEL_CHOICES))

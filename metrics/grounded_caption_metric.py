@@ -20,7 +20,7 @@ class GroundedCaptionMetrics(PredictionSetMetric):
         references: GT records (``GroundedRecord``) or a mapping key -> record; may also be set
             later with :meth:`set_references` (the evaluation callback takes them from the
             DataModule).
-        level: ``video``, ``frame`` or ``both`` grounding levels (SPEC §5).
+        level: ``video``, ``frame`` or ``both`` grounding levels.
         score_source: ``constant`` (every box 1.0, as the public evaluator) or ``objectness``.
         text_encoder: recall's phrase encoder (instance or build_text_encoder spec; None = MiniLM).
         caption_metrics: COCO caption metrics to compute (empty to skip; needs Java).

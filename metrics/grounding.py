@@ -1,4 +1,4 @@
-"""Grounding metrics of grounded video captioning (SPEC §5): AP50, mIoU and recall, each at video
+"""Grounding metrics of grounded video captioning: AP50, mIoU and recall, each at video
 level (per video, then averaged over videos) and frame level (pooled over all frames of all videos).
 
 Plain functions on plain inputs (numpy boxes, string phrases); the torchmetrics wrappers and the
@@ -94,7 +94,7 @@ def ground_truth_from_records(records: Iterable) -> dict[str, list[FrameBoxes]]:
 
 
 def frames_from_prediction(prediction: Mapping[str, Any], key: str = "?", source: str = "<memory>") -> list[FrameBoxes]:
-    """One clip of the prediction format (SPEC §3): ``{"frames": [{"frame", "boxes", "labels", "scores"}]}``."""
+    """One clip of the prediction format: ``{"frames": [{"frame", "boxes", "labels", "scores"}]}``."""
     where = f"{source}, clip '{key}'"
     if not isinstance(prediction, Mapping) or "frames" not in prediction:
         raise GroundingInputError(f"{where}: expected a dict with a 'frames' list")
@@ -113,7 +113,7 @@ def frames_from_prediction(prediction: Mapping[str, Any], key: str = "?", source
 
 
 def predictions_from_dict(data: Mapping[str, Mapping[str, Any]], source: str = "<memory>") -> dict[str, list[FrameBoxes]]:
-    """The whole prediction file (SPEC §3) ``{clip key: prediction}`` -> ``{clip key: frames}``."""
+    """The whole prediction file ``{clip key: prediction}`` -> ``{clip key: frames}``."""
     if not isinstance(data, Mapping):
         raise GroundingInputError(f"{source}: expected a dict of clip key -> prediction, got {type(data).__name__}")
     return {str(k): frames_from_prediction(v, str(k), source) for k, v in data.items()}

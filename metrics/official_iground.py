@@ -208,7 +208,7 @@ def evaluate_official_iground(records: Mapping[str, Any], predictions: Mapping[s
                               text_encoder, caption_metrics: Sequence[str] = CAPTION_METRICS,
                               iou_threshold: float = IOU_THRESHOLD, text_threshold: float = TEXT_THRESHOLD,
                               source: str = "<memory>") -> dict[str, Any]:
-    """``eval_iground.py --evaluation_mode per_video`` on GT records (key -> record) and SPEC §3 predictions.
+    """``eval_iground.py --evaluation_mode per_video`` on GT records (key -> record) and predictions (the JSON format predict writes).
 
     Returns ``{"metrics": {AP50, mIoU, recall, caption metrics}, "scored_clips": [...],
     "unscored_clips": [...]}`` (GT clips without a prediction, which the script leaves out).

@@ -1,4 +1,4 @@
-"""A torchmetrics state holding SPEC §3 predictions per clip key, gathered correctly under DDP.
+"""A torchmetrics state holding predictions (the JSON format predict writes) per clip key, gathered correctly under DDP.
 
 Predictions are variable-sized nested dicts with strings, which torchmetrics cannot reduce. Each
 clip's prediction is serialised to a uint8 tensor and its length kept in a second state; both are

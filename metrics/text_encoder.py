@@ -1,4 +1,4 @@
-"""Phrase encoders for the grounding recall (SPEC §5): a phrase matches when the cosine similarity
+"""Phrase encoders for the grounding recall: a phrase matches when the cosine similarity
 of its embedding with the GT phrase's embedding reaches a threshold.
 
 The public code embeds phrases with ``bert-base-uncased`` (mean of the last hidden state). No hub

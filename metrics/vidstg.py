@@ -78,7 +78,7 @@ class VidSTGSentence:
 
 
 def _predicted_boxes(prediction: Mapping[str, Any] | None, key: str, source: str) -> dict[int, np.ndarray]:
-    """Frame -> the frame's highest-scored predicted box (SPEC §3 prediction)."""
+    """Frame -> the frame's highest-scored predicted box (prediction JSON format)."""
     if prediction is None:
         return {}
     out = {}
@@ -200,7 +200,7 @@ def sentence_vious(records: Sequence, predictions: Mapping[str, Mapping[str, Any
 def evaluate_vidstg(records: Iterable | Mapping, predictions: Mapping[str, Mapping[str, Any]],
                     thresholds: Sequence[float] = THRESHOLDS, source: str = "<memory>",
                     grid: str = "tubedetr") -> dict[str, float]:
-    """VidSTG metrics of SPEC §3 predictions (an optional ``"span": [start, end)`` per sentence is
+    """VidSTG metrics of predictions (the JSON format predict writes) (an optional ``"span": [start, end)`` per sentence is
     the predicted temporal span) against in-memory VidSTG records (``extra['sentence_type']``)."""
     items = list(records.values() if isinstance(records, Mapping) else records)
     sentences = [sentence_from_record(r, grid) for r in items]
@@ -212,7 +212,7 @@ def evaluate_vidstg(records: Iterable | Mapping, predictions: Mapping[str, Mappi
 class VidSTGMetric(PredictionSetMetric):
     """The VidSTG metrics as a torchmetrics ``Metric``: predictions in, :func:`evaluate_vidstg` out.
 
-    The state is the predictions (SPEC §3 dicts serialised to bytes), gathered by concatenation
+    The state is the predictions (prediction dicts serialised to bytes), gathered by concatenation
     under DDP; references (the DataModule's records) are set with :meth:`set_references`.
     ``grid="record"`` (default here) scores the frames the model was given, which is what a
     validation run can score; TubeDETR's grid needs records sampled on it (``python -m
@@ -248,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--grid", default="tubedetr", choices=GRIDS,
                         help="'tubedetr' (default: TubeDETR's 5-fps grid over the used segment, boxes of every "
                              "tube frame read from the file) or 'record' (the project's annotation grid)")
-    parser.add_argument("--pred", required=True, help="predictions JSON (SPEC §3; optional 'span' per sentence)")
+    parser.add_argument("--pred", required=True, help="predictions JSON (the format predict writes; optional 'span' per sentence)")
     parser.add_argument("--out", default=None, help="write the report as JSON here")
     args = parser.parse_args(argv)
     from datamodules.vidstg import read_vidstg

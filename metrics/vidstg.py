@@ -199,14 +199,15 @@ def sentence_vious(records: Sequence, predictions: Mapping[str, Mapping[str, Any
 
 def evaluate_vidstg(records: Iterable | Mapping, predictions: Mapping[str, Mapping[str, Any]],
                     thresholds: Sequence[float] = THRESHOLDS, source: str = "<memory>",
-                    grid: str = "tubedetr") -> dict[str, float]:
-    """VidSTG metrics of predictions (the JSON format predict writes) (an optional ``"span": [start, end)`` per sentence is
-    the predicted temporal span) against in-memory VidSTG records (``extra['sentence_type']``)."""
+                    grid: str = "tubedetr", spans: Mapping[str, Sequence[int]] | None = None) -> dict[str, float]:
+    """VidSTG metrics of predictions (the JSON format predict writes) against in-memory VidSTG
+    records (``extra['sentence_type']``). The predicted temporal span of a sentence is
+    ``spans[key]``, else the prediction's ``"span": [start, end)``, else that of its boxes."""
     items = list(records.values() if isinstance(records, Mapping) else records)
     sentences = [sentence_from_record(r, grid) for r in items]
     boxes = {r.key: _predicted_boxes(predictions.get(r.key), r.key, source) for r in items}
-    spans = {k: p["span"] for k, p in predictions.items() if isinstance(p, Mapping) and p.get("span") is not None}
-    return evaluate_vidstg_sentences(sentences, boxes, spans, thresholds)
+    given = {k: p["span"] for k, p in predictions.items() if isinstance(p, Mapping) and p.get("span") is not None}
+    return evaluate_vidstg_sentences(sentences, boxes, {**given, **(spans or {})}, thresholds)
 
 
 class VidSTGMetric(PredictionSetMetric):

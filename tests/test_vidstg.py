@@ -268,6 +268,16 @@ def test_separate_predicted_span_by_hand():
     assert out["all_m_vIoU"] == pytest.approx(10 / 30)
 
 
+def test_records_with_a_separate_predicted_span():
+    record = _record("a", "declarative", set(range(2, 6)))  # 5 fps, frames 0..9, tube [2, 6)
+    pred = _pred([(f, [[0, 0, 10, 10]], None) for f in range(10)])
+    assert evaluate_vidstg([record], {"a_s0": pred})["all_m_vIoU"] == pytest.approx(4 / 10)
+    # span [4, 8): frames 4, 5 scored over the union [2, 8)
+    out = evaluate_vidstg([record], {"a_s0": pred}, spans={"a_s0": (4, 8)})
+    assert out["all_m_vIoU"] == pytest.approx(2 / 6) and out["all_m_tIoU"] == pytest.approx(2 / 6)
+    assert evaluate_vidstg([record], {"a_s0": {**pred, "span": [4, 8]}}) == pytest.approx(out, nan_ok=True)
+
+
 def test_long_segment_on_a_drifting_frame_rate_differs_from_the_project_grid():
     """29.97 fps, a 2000-frame tube: TubeDETR's grid (capped at 200) and range(start, end, 6) disagree."""
     fps, tube = 29.97, (1000, 3000)

@@ -128,3 +128,15 @@ def test_corrupt_single_gt_file_is_an_error_naming_it(files, tmp_path):
     with pytest.raises(SystemExit, match="all.pkl"):
         main(["--gt", str(bad), "--pred", str(pred_path), "--text-encoder", "exact", "--caption-metrics", "",
               "--no-capture"])
+
+
+def test_capture_conventions_option(files, tmp_path):
+    _, preds, paths, pred_path = files  # every predicted caption equals its GT caption
+    with_capture = dict(FAST, capture=True)
+    project = evaluate_files(paths["json"], pred_path, capture_conventions="project", **with_capture)
+    default = evaluate_files(paths["json"], pred_path, **with_capture)
+    assert project["metrics"]["CAPTURE"] == pytest.approx(1.0)  # an empty type on both sides scores 1 there
+    assert default["settings"]["capture_conventions"] == "default"
+    report = main(["--gt", str(paths["json"]), "--pred", str(pred_path), "--text-encoder", "exact",
+                   "--caption-metrics", "", "--capture-conventions", "project"])
+    assert report["metrics"]["CAPTURE"] == pytest.approx(1.0)

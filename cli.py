@@ -3,14 +3,28 @@
 LightningCLI in subclass mode, so configs name any LightningModule / LightningDataModule of the
 project by class path; configs stack (``--config base.yaml --config configs/ablations/x.yaml``)
 and every key can be overridden on the command line. The run's config is saved next to its logs.
+
+With ``--ckpt_path``, the model's hyper-parameters saved in the checkpoint fill in what the
+config leaves at the class defaults, and everything the config files or the command line set
+wins (the keys that differ from the checkpoint are listed in a warning). A checkpoint of another
+LightningModule class is an error naming both classes. Resuming restores a full training state
+with Lightning's own loader, which unpickles objects beyond tensors: resume only from checkpoints
+you wrote (pre-trained weights from elsewhere go through ``callbacks.InitFromCheckpoint``, which
+reads tensors only).
 """
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility: must precede lightning)
 
+import json  # noqa: E402
+import pickle  # noqa: E402
+import sys  # noqa: E402
+import zipfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import torch  # noqa: E402
 from lightning.pytorch.cli import LightningCLI  # noqa: E402
+from lightning.pytorch.utilities import rank_zero_warn  # noqa: E402
 
 import callbacks  # noqa: E402,F401  (registers the project's classes for short names)
 import datamodules  # noqa: E402,F401
@@ -60,8 +74,18 @@ def clear_null_paths(config) -> list[str]:
     return changed
 
 
-def missing_paths(config) -> list[str]:
-    """Every configured local path that does not exist, as 'key: value (README section)' lines."""
+def _videos_found(spec: str) -> bool:
+    """Whether ``data.videos`` (a file, a folder or a glob pattern) names anything."""
+    import glob
+
+    path = Path(spec).expanduser()
+    return path.exists() or (any(c in spec for c in "*?[") and bool(glob.glob(str(path), recursive=True)))
+
+
+def missing_paths(config, subcommand: str | None = None) -> list[str]:
+    """Every configured local path that does not exist, as 'key: value (README section)' lines.
+
+    ``data.videos`` (what ``predict`` reads) is checked for ``predict`` only."""
     problems = []
     model = config.get("model") or {}
     for part, fields in _as_dict(model.get("init_args")).items():
@@ -74,6 +98,10 @@ def missing_paths(config) -> list[str]:
     for name, value in _as_dict(data.get("init_args")).items():
         if name.endswith(DATA_PATH_SUFFIXES) and isinstance(value, str) and not Path(value).exists():
             problems.append(f"data.{name}: {value!r} (README section 'Datasets')")
+    videos = _as_dict(data.get("init_args")).get("videos")
+    if subcommand == "predict" and isinstance(videos, str) and not _videos_found(videos):
+        problems.append(f"data.videos: {videos!r} matches no file, folder or glob pattern "
+                        "(README section 'Predict on videos')")
     trainer = config.get("trainer") or {}
     callbacks = trainer.get("callbacks") if hasattr(trainer, "get") else None
     for callback in callbacks or []:
@@ -85,7 +113,109 @@ def missing_paths(config) -> list[str]:
     return problems
 
 
+# --ckpt_path values Lightning resolves itself rather than as files
+CKPT_PATH_KEYWORDS = ("last", "best", "hpc", "registry")
+
+
+def read_checkpoint_hparams(path: str | Path) -> dict:
+    """The model hyper-parameters a Lightning checkpoint saved (tensors and plain types only, no code run);
+    a clear error when ``path`` is not a Lightning checkpoint."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"--ckpt_path {path}: a folder, not a checkpoint file (pick a .ckpt inside it, e.g. last.ckpt)")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError as err:
+        raise ValueError(f"--ckpt_path {path}: holds objects beyond tensors and plain values, so it is not read "
+                         f"here ({str(err).splitlines()[0]})") from err
+    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as err:
+        raise ValueError(f"--ckpt_path {path}: not a checkpoint torch can read ({type(err).__name__}: {err}); "
+                         "give a .ckpt file written by `python cli.py fit` (runs/<name>/version_<n>/checkpoints/)") from err
+    if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
+        found = sorted(ckpt)[:5] if isinstance(ckpt, dict) else type(ckpt).__name__
+        raise ValueError(f"--ckpt_path {path}: not a Lightning checkpoint (no 'state_dict' entry; found {found}). "
+                         "Plain weight files start a run through callbacks.InitFromCheckpoint instead")
+    hparams = ckpt.get("hyper_parameters") or {}
+    return dict(hparams) if isinstance(hparams, dict) else {}
+
+
+def _plain(value):
+    """A value as JSON would hold it (tuples as lists), for comparing a config with a checkpoint."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _merge(base: dict, top: dict) -> dict:
+    """``top`` over ``base``, recursing into nested dicts (a partial config section keeps the rest)."""
+    out = dict(base)
+    for key, value in top.items():
+        out[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return out
+
+
+def _differences(checkpoint: dict, given: dict, prefix: str) -> list[str]:
+    lines = []
+    for key, value in given.items():
+        if key not in checkpoint:
+            continue
+        if isinstance(value, dict) and isinstance(checkpoint[key], dict):
+            lines += _differences(checkpoint[key], value, f"{prefix}{key}.")
+        elif _plain(value) != _plain(checkpoint[key]):
+            lines.append(f"{prefix}{key}: checkpoint {checkpoint[key]!r}, config {value!r}")
+    return lines
+
+
+def _class_name(path: str | None) -> str | None:
+    """``module.Class`` resolved through modules already imported (never imports what a checkpoint names)."""
+    if not path:
+        return None
+    module, _, name = path.rpartition(".")
+    cls = getattr(sys.modules.get(module), name, None)
+    return f"{cls.__module__}.{cls.__qualname__}" if isinstance(cls, type) else path
+
+
 class GroveCLI(LightningCLI):
+    def parse_arguments(self, parser, args) -> None:
+        self._given_args = list(sys.argv[1:] if args is None else args) if not isinstance(args, dict) else None
+        super().parse_arguments(parser, args)
+
+    def _explicit_model(self) -> dict:
+        """The model section as the config files and the command line give it, without class defaults."""
+        if self._given_args is None:
+            return {}
+        explicit = self.parser.parse_args(self._given_args, defaults=False)
+        model = explicit.get(f"{self.config.subcommand}.model")
+        return _as_dict(model) if model is not None else {}
+
+    def _parse_ckpt_path(self) -> None:
+        """Checkpoint hyper-parameters under the config (see the module docstring), not over it."""
+        if not self.config.get("subcommand"):
+            return
+        subcommand = self.config.subcommand
+        ckpt_path = self.config[subcommand].get("ckpt_path")
+        if not ckpt_path or str(ckpt_path) in CKPT_PATH_KEYWORDS:
+            return
+        if not Path(ckpt_path).exists():
+            raise FileNotFoundError(f"--ckpt_path {ckpt_path}: no such file")
+        hparams = read_checkpoint_hparams(ckpt_path)
+        hparams.pop("_instantiator", None)
+        saved_class = hparams.pop("_class_path", None)
+        if not hparams and saved_class is None:
+            return
+        given = self._explicit_model()
+        given_class = given.get("class_path")
+        if saved_class and given_class and _class_name(saved_class) != _class_name(given_class):
+            raise ValueError(
+                f"--ckpt_path {ckpt_path} is a checkpoint of {saved_class}, but the config's model is "
+                f"{given_class}: give the config the checkpoint was trained with, or a checkpoint of {given_class}")
+        given_args = _as_dict(given.get("init_args"))
+        changed = _differences(hparams, given_args, "model.init_args.")
+        if changed:
+            rank_zero_warn(f"--ckpt_path {ckpt_path}: the config sets these model settings differently from the "
+                           "checkpoint; the config's values are used:\n  " + "\n  ".join(changed))
+        model = {"class_path": given_class or saved_class or self.config[subcommand].model.class_path,
+                 "init_args": _merge(hparams, given_args)}
+        self.config = self.parser.parse_object({subcommand: {"model": model}}, self.config)
+
     def add_arguments_to_parser(self, parser) -> None:
         # The data pipeline tokenises with the model's own prompter (one tokenizer, one source).
         parser.link_arguments("model", "data.init_args.prompter", compute_fn=_prompter_of, apply_on="instantiate")
@@ -94,7 +224,7 @@ class GroveCLI(LightningCLI):
         # Fail before building a 7B model, with every missing file listed at once.
         config = self.config[self.config.subcommand] if self.config.get("subcommand") else self.config
         clear_null_paths(config)
-        problems = missing_paths(config)
+        problems = missing_paths(config, self.config.get("subcommand"))
         if problems:
             raise FileNotFoundError("these configured paths do not exist:\n  " + "\n  ".join(problems)
                                     + "\nSee the README sections named, then fix the config or override "

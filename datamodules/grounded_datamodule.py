@@ -97,12 +97,25 @@ class GroundedVideoDataModule(L.LightningDataModule):
                            self.readme_section, f"{split} annotations")
         key = "video_root" if not getattr(hp, f"{split}_video_root", None) else f"{split}_video_root"
         root = require_path(self.resolved_video_root(split), f"data.init_args.{key}", self.readme_section, "video root")
-        return self.dataset_class(
-            self.load_records(split, ann), root, num_frames=hp.num_frames, train=split == "train",
+        records = self.load_records(split, ann)
+        if len(records) == 0:
+            raise ValueError(f"data.init_args.{split}_annotations: {ann} holds no clips, so the {split} split is "
+                             "empty; point the key at a file with annotations (or leave the key unset for no "
+                             f"{split} split)")
+        dataset = self.dataset_class(
+            records, root, num_frames=hp.num_frames, train=split == "train",
             all_frames=hp.eval_all_frames, seed=hp.seed, max_redraws=hp.max_redraws,
             global_image_size=hp.global_image_size, global_resize=hp.global_resize,
             grounding_image_size=hp.grounding_image_size, on_error=hp.on_corrupt,
         )
+        # a sample spread over the split (records read lazily, one file each, get a smaller one)
+        checked, missing = dataset.missing_videos(1000 if isinstance(records, list) else 100)
+        if checked and len(missing) == checked:  # some missing: skipped and counted while running
+            raise FileNotFoundError(
+                f"data.init_args.{key}: none of the {split} split's videos is under {root} ({checked} of its "
+                f"{len(records)} clips checked, e.g. {missing[0]!r} from {ann}). Is {key} the folder the "
+                f"annotations' video names are relative to? See the README section '{self.readme_section}'")
+        return dataset
 
     def setup(self, stage: str | None = None) -> None:
         if stage == "predict" and self.hparams.videos:

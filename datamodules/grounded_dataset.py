@@ -27,7 +27,7 @@ from core.box_ops import normalize_boxes, xyxy_to_cxcywh
 from datamodules.records import GroundedRecord, RecordError, tagged_phrases
 from datamodules.sampling import centre_frames, sample_rng, sample_segment_frames
 from datamodules.transforms import preprocess_global, preprocess_grounding
-from datamodules.video import VideoDecodeError, open_video
+from datamodules.video import VideoDecodeError, find_video, open_video
 
 log = logging.getLogger(__name__)
 ON_ERROR = ("skip", "raise")
@@ -95,6 +95,26 @@ class GroundedClipDataset(Dataset):
         """Clip key at ``position`` without loading the record when the sequence can tell it."""
         key_of = getattr(self.records, "key", None)
         return key_of(position) if callable(key_of) else f"#{position}"
+
+    def video_exists(self, record: GroundedRecord) -> bool:
+        """Whether ``record``'s video (file or frame folder) is where :meth:`decode_frames` looks."""
+        return find_video(self.video_root, record.video_fname) is not None
+
+    def missing_videos(self, max_checked: int = 1000) -> tuple[int, list[str]]:
+        """``(checked, missing)``: up to ``max_checked`` records spread over the split, and the video
+        names of those whose video does not exist. Records that cannot be read are not counted."""
+        n = len(self.records)
+        positions = np.unique(np.linspace(0, n - 1, num=min(n, max_checked)).round().astype(int)) if n else []
+        checked, missing = 0, []
+        for position in positions:
+            try:
+                record = self.records[int(position)]
+            except SKIPPABLE_ERRORS:
+                continue
+            checked += 1
+            if not self.video_exists(record):
+                missing.append(record.video_fname)
+        return checked, missing
 
     def decode_frames(self, record: GroundedRecord, frame_indices: np.ndarray) -> np.ndarray:
         """``(N, H, W, 3)`` uint8 frames of ``record`` at the given frame indices.

@@ -49,6 +49,8 @@ def generate_corruptions(sources: Sequence[CaptionSource], backend: Any, per_cap
     Each corruption draws from its own generator seeded by (seed, source key, index), so the
     output does not depend on the order or number of the other sources.
     """
+    if len(sources) == 0:
+        raise ValueError("generate_corruptions: no source captions (an empty record list): nothing to corrupt")
     stats = stats or GenerationStats()
     extractions = backend.prepare([s.caption for s in sources])
     rows = []
@@ -225,6 +227,9 @@ def main(argv: list[str] | None = None) -> GenerationStats:
         sources = read_activitynet_captions(args.activitynet, video_template=args.video_template)
     if args.limit is not None:
         sources = sources[: args.limit]
+    if not sources:
+        raise SystemExit(f"{args.records or args.activitynet}: no captions to corrupt (the file holds no records"
+                         f"{' within --limit' if args.limit is not None else ''})")
     if args.backend == "rule":
         backend = RuleBackend(in_domain=args.in_domain, max_climb=args.max_climb, climb_decay=args.climb_decay,
                               closed_domain=args.closed_domain)

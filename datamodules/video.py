@@ -398,29 +398,38 @@ class FrameFolderSource:
         self.close()
 
 
+def video_candidates(root: str | Path, video_fname: str) -> list[Path]:
+    """Where ``video_fname`` may be, in the order :func:`open_video` tries: ``root/video_fname``, the same
+    stem as .mp4/.webm/.mkv, the folder ``root/<stem>/``."""
+    path = Path(root) / video_fname
+    stem = path.with_suffix("") if path.suffix.lower() in VIDEO_SUFFIXES else path
+    others = [stem.with_name(stem.name + suffix) for suffix in VIDEO_SUFFIXES]
+    return [path, *[c for c in others if c != path], stem]
+
+
+def find_video(root: str | Path, video_fname: str) -> Path | None:
+    """The file or frame folder :func:`open_video` would open, or None when there is none."""
+    return next((c for c in video_candidates(root, video_fname) if c.exists()), None)
+
+
 def open_video(root: str | Path, video_fname: str, **folder_kwargs) -> PyAVVideoSource | FrameFolderSource:
     """Open ``root/video_fname``; else the same stem as .mp4/.webm/.mkv; else the folder ``root/<stem>/``.
 
     Public annotations name videos whose container differs from what was downloaded (``.mp4`` vs
     ``.webm``) or that were extracted to frames; ``folder_kwargs`` go to :class:`FrameFolderSource`.
     """
-    path = Path(root) / video_fname
+    candidates = video_candidates(root, video_fname)
+    path, stem = candidates[0], candidates[-1]
     if path.is_file():
         return PyAVVideoSource(path)
     if path.is_dir():
         return FrameFolderSource(path, **folder_kwargs)
-    stem = path.with_suffix("") if path.suffix.lower() in VIDEO_SUFFIXES else path
-    tried = [path]
-    for suffix in VIDEO_SUFFIXES:
-        candidate = stem.with_name(stem.name + suffix)
-        if candidate != path:
-            tried.append(candidate)
-            if candidate.is_file():
-                return PyAVVideoSource(candidate)
-    tried.append(stem)
+    for candidate in candidates[1:-1]:
+        if candidate.is_file():
+            return PyAVVideoSource(candidate)
     if stem.is_dir():
         return FrameFolderSource(stem, **folder_kwargs)
-    raise FileNotFoundError(f"video '{video_fname}' not found; tried: {', '.join(str(p) for p in tried)}")
+    raise FileNotFoundError(f"video '{video_fname}' not found; tried: {', '.join(str(p) for p in candidates)}")
 
 
 def write_video(path: str | Path, frames: np.ndarray, fps: float, crf: int = 17, gop: int | None = None,

@@ -645,25 +645,44 @@ def summarize_dataset(root: str | Path) -> dict[str, Any]:
     return out
 
 
+def finished_config(root: str | Path) -> dict[str, Any] | None:
+    """The generation config of the finished dataset under ``root`` (from its manifest), or None."""
+    manifest_path = Path(root) / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(manifest, dict) or not manifest.get("complete") or manifest.get("generator_version") != GENERATOR_VERSION:
+        return None
+    return manifest.get("config") if isinstance(manifest.get("config"), dict) else None
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """CLI: generate the dataset if absent (or changed), then print its summary."""
+    """CLI: print the summary of the dataset under ``--root``, generating it first if absent.
+
+    Options left unset take the existing dataset's values (so inspecting the demo's data reuses it,
+    whatever sizes the demo chose), else the generator's defaults; an option set to another value
+    than the existing data's regenerates it.
+    """
     from core.paths import DATA_DIR
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--root", default=str(DATA_DIR / "synthetic"))
-    parser.add_argument("--num-train", type=int, default=2000)
-    parser.add_argument("--num-val", type=int, default=200)
-    parser.add_argument("--num-test", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
+    defaults = SyntheticConfig()
+    for name, kind in (("num_train", int), ("num_val", int), ("num_test", int), ("seed", int), ("frame_size", int),
+                       ("fps", float), ("duration_s", float)):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None,
+                            help=f"default: the existing dataset's, else {getattr(defaults, name)}")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--frame-size", type=int, default=128)
-    parser.add_argument("--fps", type=float, default=25.0)
-    parser.add_argument("--duration-s", type=float, default=8.0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    generate_synthetic_dataset(args.root, num_train=args.num_train, num_val=args.num_val, num_test=args.num_test,
-                               seed=args.seed, workers=args.workers, frame_size=args.frame_size, fps=args.fps,
-                               duration_s=args.duration_s)
+    existing = finished_config(args.root)
+    config = dict(existing) if existing is not None else SyntheticConfig().to_json()
+    given = {k: v for k, v in vars(args).items() if k not in ("root", "workers") and v is not None}
+    config.update(given)
+    if existing is not None and config == existing:
+        print(f"{args.root}: reusing the dataset there (its manifest's config)")
+    generate_synthetic_dataset(args.root, workers=args.workers, **config)
     summary = summarize_dataset(args.root)
     print(json.dumps(summary, indent=2))
     return summary

@@ -262,3 +262,20 @@ def test_cli_generates_and_summarises(tmp_path, capsys):
     assert printed == json.loads(json.dumps(summary))
     assert [printed["splits"][s]["clips"] for s in ("train", "val", "test")] == [2, 1, 1]
     assert printed["splits"]["train"]["examples"][0].count("<p>") >= 1
+
+
+def test_cli_without_options_inspects_the_existing_data_whatever_its_sizes(tmp_path, monkeypatch, capsys):
+    root = tmp_path / "demo_like"
+    synthetic.generate_synthetic_dataset(root, num_train=2, num_val=1, num_test=3, duration_s=1.0, workers=1)
+    manifest = (root / "manifest.json").read_text()
+
+    def no_generation(task):
+        raise AssertionError("the existing dataset was regenerated")
+
+    monkeypatch.setattr(synthetic, "_make_clip", no_generation)
+    summary = synthetic.main(["--root", str(root), "--workers", "1"])
+    assert [summary["splits"][s]["clips"] for s in ("train", "val", "test")] == [2, 1, 3]
+    assert (root / "manifest.json").read_text() == manifest
+    assert "reusing the dataset" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="regenerated"):  # an option that differs still regenerates
+        synthetic.main(["--root", str(root), "--num-test", "4", "--workers", "1"])

@@ -15,6 +15,9 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   # torch first, on its own: a package that depends on torch must not pull the registry's CUDA build.
   .venv/bin/pip install --disable-pip-version-check -q "$(grep -E '^torch==' requirements.txt)"
   .venv/bin/pip install --disable-pip-version-check -q -r requirements.txt
+  # The CAPTURE authors' package, for the parity tests only: without its dependencies (they would
+  # pull its own scene-graph parser and sentence encoder stack); the tests stub what it imports.
+  .venv/bin/pip install --disable-pip-version-check -q --no-deps "capture-metric==0.1.13"
   echo "$want" > "$stamp"
 fi
 

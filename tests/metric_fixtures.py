@@ -36,7 +36,9 @@ def noisy_prediction(rng: np.random.Generator, record: GroundedRecord) -> dict:
         out_boxes, out_labels, scores = [], [], []
         for box, label in zip(boxes, labels):
             if rng.random() < 0.8:
-                out_boxes.append((box + rng.normal(0, 6, 4)).round(2).tolist())
+                b = box + rng.normal(0, 6, 4)
+                b = np.concatenate([np.minimum(b[:2], b[2:]), np.maximum(b[:2], b[2:])])  # a valid box
+                out_boxes.append(b.round(2).tolist())
                 out_labels.append(label if rng.random() < 0.9 else PHRASES[0])
                 scores.append(float(rng.uniform(0.2, 1)))
         if rng.random() < 0.2:  # a false positive
@@ -46,7 +48,7 @@ def noisy_prediction(rng: np.random.Generator, record: GroundedRecord) -> dict:
         if out_boxes:
             frames.append({"frame": int(f), "boxes": out_boxes, "labels": out_labels, "scores": scores})
     return {"caption": record.caption, "tagged_caption": record.tagged_caption,
-            "phrases": list(record.phrases), "frames": frames}
+            "phrases": list(dict.fromkeys([*record.phrases, PHRASES[0]])), "frames": frames}
 
 
 def random_dataset(seed: int, n: int, n_empty: int = 1):

@@ -169,11 +169,16 @@ def test_two_point_sweep_on_the_demo_config(tiny_synthetic_root, tmp_path, monke
 
     from datamodules.records import read_records, tagged_phrases
     from lightning_modules.grove_module import GroveModule
-    from models.prompting import format_target
 
     # A 3-step model writes no phrase yet; oracle captions (the GT, tagged) give the box decoder
     # phrases to ground, so the threshold sweep has boxes to drop.
-    monkeypatch.setattr(GroveModule, "generate", lambda self, batch: [format_target(t) for t in batch["tagged_captions"]])
+    grounded = GroveModule.predict_clips
+
+    def oracle(self, batch):  # ground the GT caption (teacher forcing) instead of a generated one
+        self.hparams.teacher_forced = True
+        return grounded(self, batch)
+
+    monkeypatch.setattr(GroveModule, "predict_clips", oracle)
     out = tmp_path / "sweep"
     tiny = tiny_cli_args(tiny_synthetic_root, tmp_path)
     assert tiny[:2] == ["--config", str(ROOT / "configs" / "demo.yaml")]

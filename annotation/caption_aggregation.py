@@ -5,11 +5,12 @@ Two aggregators share one interface (:meth:`aggregate` on a batch of clips):
 * :class:`LLMCaptionAggregator` prompts an LLM with Figure 11 (SVO triplets, or the full frame
   captions in the "Alt. Stage 2" variant) and parses ``{'CAPTION': ...}``, retrying bad answers;
 * :class:`RuleCaptionAggregator`, the offline backend: the salient subjects are those named in
-  enough frames (names that never occur in the same frame and share a word, or are generic like
-  "an object", are merged as one object seen under several names); each gets its most frequent
-  action, and clauses follow first appearance ("<p>a red circle</p> enters from the left, then
-  ..."); an action's object is tagged when Stage 1 grounds it in enough frames. With ``input: captions`` it keeps the most frequent frame caption and tags its grounded
-  phrases.
+  enough frames. Names that never occur in the same frame and may denote one object (a generic
+  name like "an object", or a shared word, but not the same noun with other modifiers) are
+  merged as one object seen under several names. Each object gets its most frequent action, and
+  clauses follow first appearance ("<p>a red circle</p> enters from the left, then ..."); an
+  action's object is tagged when Stage 1 grounds it in enough frames. With ``input: captions`` it
+  keeps the most frequent frame caption and tags its grounded phrases.
 """
 from __future__ import annotations
 
@@ -43,6 +44,21 @@ def _indefinite(phrase: str) -> str:
         if rest:
             return ("an " if rest[0][0].lower() in "aeiou" else "a ") + " ".join(rest)
     return phrase
+
+
+def _may_be_one_object(name: str, other: str) -> bool:
+    """Can two names (articles stripped) denote one object? A generic name can be anything; the same
+    noun with different modifiers ("yellow cross", "blue cross") cannot; otherwise a shared word
+    ("red disc", "red circle") suggests one object named two ways."""
+    words, other_words = name.split(), other.split()
+    content = set(words) - GENERIC_WORDS
+    if not content:
+        return True
+    head, other_head = words[-1], other_words[-1]
+    if head == other_head and head not in GENERIC_WORDS:
+        mods, other_mods = set(words[:-1]), set(other_words[:-1])
+        return not (mods and other_mods and mods != other_mods)
+    return bool(content & (set(other_words) - GENERIC_WORDS))
 
 
 class RuleCaptionAggregator:
@@ -106,20 +122,18 @@ class RuleCaptionAggregator:
             return Rejection(key, "stage2", "no subject in the frame captions")
         num_frames = max(1, len(frames))
         # most-named first; a name joins an earlier cluster if they (almost) never share a frame and
-        # share a content word, or if it is generic ("an object")
+        # may denote one object (_may_be_one_object)
         names = sorted(mentions, key=lambda s: (-len(mentions[s]), first[s], s))
         clusters: list[dict] = []
         for name in names:
-            words = set(name.split())
-            content = words - GENERIC_WORDS
             for cluster in clusters:
                 overlap = len(mentions[name] & cluster["frames"]) / num_frames
-                if overlap <= self.merge_overlap and (not content or content & cluster["content"]):
+                if overlap <= self.merge_overlap and _may_be_one_object(name, cluster["names"][0]):
                     cluster["names"].append(name)
                     cluster["frames"] |= mentions[name]
                     break
             else:
-                clusters.append({"names": [name], "frames": set(mentions[name]), "content": content})
+                clusters.append({"names": [name], "frames": set(mentions[name])})
         salient = [c for c in clusters if len(c["frames"]) / num_frames >= self.min_share][:self.max_subjects]
         if not salient:
             return Rejection(key, "stage2", f"no object is named in at least {self.min_share:.0%} of the frames")

@@ -126,6 +126,8 @@ def triplets_of_doc(doc) -> tuple[SVOTriplet, ...]:
                     text = _span_text(doc, pobj[0].left_edge.i, pobj[0].right_edge.i)
                     preps.append((" ".join(prep_words), text))
                     parts.append((child.i, " ".join(prep_words), text))
+                else:  # a preposition left without its object ("passing behind | the wall" as dobj)
+                    parts.append((child.i, "mod", " ".join(prep_words)))
         parts.sort()
         lemma = token.lemma_.lower() if token.lemma_ else token.text.lower()
         out.append(SVOTriplet(_noun_phrase(doc, subject), token.text.lower(), lemma, obj, tuple(preps),

@@ -54,8 +54,9 @@ def clip_of(captions, phrases=None, boxes=None, key="vid_0"):
 def test_svo_triplets_of_hand_written_sentences(parser):
     cases = parser.parse(["A red circle is entering from the left.",
                           "A person is stirring food in a bowl. The image is slightly blurry.",
-                          "A white cross is emerging from behind the wall."])
-    (circle,), (person, image), (cross,) = cases
+                          "A white cross is emerging from behind the wall.",
+                          "A white circle is passing behind the wall."])  # parsed with 'the wall' as object
+    (circle,), (person, image), (cross,), (passing,) = cases
     assert circle.subject == "A red circle" and circle.clause() == "enters from the left"
     assert circle.as_prompt_list() == ["red circle", "entering", ("from", "left")]
     assert person.subject == "A person" and person.object == "food" and person.preps == (("in", "a bowl"),)
@@ -63,6 +64,7 @@ def test_svo_triplets_of_hand_written_sentences(parser):
     assert person.clause() == "stirs food in a bowl"
     assert image.subject == "The image"
     assert cross.clause() == "emerges from behind the wall"
+    assert passing.clause() == "passes behind the wall"
     # parsed once: the memo holds each sentence
     assert "The image is slightly blurry." in parser.memo
 
@@ -99,6 +101,10 @@ def test_rule_aggregation_keeps_objects_seen_together_apart_and_rejects_empty(pa
     captions = ["A red circle is moving up. A red square is staying still."] * 4
     out, = RuleCaptionAggregator(parser=parser).aggregate([clip_of(captions)])
     assert set(out.phrases) == {"a red circle", "a red square"}
+    # one after the other (never in the same frame): the same noun with other colours stays two objects
+    captions = ["A yellow cross is hiding behind the wall."] * 4 + ["A blue cross is emerging from behind the wall."] * 4
+    out, = RuleCaptionAggregator(parser=parser).aggregate([clip_of(captions)])
+    assert out.phrases == ("a yellow cross", "a blue cross")
     nothing, = RuleCaptionAggregator(parser=parser).aggregate([clip_of(["The image is slightly blurry."] * 3,
                                                                         key="dull_0")])
     assert isinstance(nothing, Rejection) and nothing.key == "dull_0" and "no subject" in nothing.reason

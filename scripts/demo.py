@@ -26,11 +26,25 @@ TOWER_STEPS = 250
 TOWER_BOX_WEIGHT = 0.3
 
 
-def stale_towers(folder: Path) -> str | None:
+def seed_of(extra: list[str]) -> int:
+    """The run's ``seed_everything``: the last command-line override, else the demo config's."""
+    import yaml
+
+    seed = yaml.safe_load(CONFIG.read_text()).get("seed_everything") or 0
+    for i, arg in enumerate(extra):
+        if arg.startswith("--seed_everything="):
+            seed = arg.split("=", 1)[1]
+        elif arg == "--seed_everything" and i + 1 < len(extra):
+            seed = extra[i + 1]
+    return int(seed)
+
+
+def stale_towers(folder: Path, seed: int = 0) -> str | None:
     """Why the towers in ``folder`` do not come from the current tower recipe (None: they do).
 
-    The recipe is read back from the stage's ``pretext.json``; towers written by an older recipe (or
-    with no record) are pre-trained again rather than silently reused.
+    The recipe (steps, box weight, and the seed the towers start from) is read back from the stage's
+    ``pretext.json``; towers written by another recipe (or with no record) are pre-trained again
+    rather than silently reused.
     """
     record = folder / "pretext.json"
     if not record.exists():
@@ -39,8 +53,9 @@ def stale_towers(folder: Path) -> str | None:
         report = json.loads(record.read_text())
     except json.JSONDecodeError as err:
         return f"{record} is not valid JSON ({err})"
-    wanted = {"steps": TOWER_STEPS, "box_weight": TOWER_BOX_WEIGHT}
-    found = {key: report.get(key) for key in wanted}
+    wanted = {"steps": TOWER_STEPS, "box_weight": TOWER_BOX_WEIGHT, "seed": seed}
+    found = {key: report.get(key) for key in wanted if key != "seed"}
+    found["seed"] = seed_of(list(report.get("overrides") or []))
     return None if found == wanted else f"{record} records {found}, the demo's recipe is {wanted}"
 
 
@@ -68,7 +83,7 @@ def main(extra: list[str]) -> dict:
     reason = None
     if towers is not None:
         missing = [str(p) for p in towers if not p.exists()]
-        reason = f"{', '.join(missing)} not found" if missing else stale_towers(grounding_ckpt.parent)
+        reason = f"{', '.join(missing)} not found" if missing else stale_towers(grounding_ckpt.parent, seed_of(extra))
     if reason is not None:
         if global_ckpt.parent != grounding_ckpt.parent:
             raise ValueError("demo: the two tower checkpoints must share a folder to be written by the tower stage")

@@ -19,7 +19,7 @@ from datamodules.judge_dataset import shuffle_videos, uniform_frame_indices
 from datamodules.judge_llm_backend import LLMBackend, parse_llm_caption, parse_llm_list, parse_llm_phrase
 from datamodules.judge_readers import JudgeDataError, read_activitynet_captions, read_judge_jsonl, read_vatex_eval
 from datamodules.judge_rule_backend import RuleBackend
-from datamodules.judge_targets import EXPLANATION_CORRECT, explain, factual_score, likert_score, substituted_spans
+from datamodules.judge_targets import explain, factual_score, likert_score, substituted_spans
 from datamodules.synthetic import COLOURS, DIRECTIONS, SHAPES, SIDES
 
 SYNTHETIC_COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "white")

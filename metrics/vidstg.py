@@ -35,28 +35,13 @@ import numpy as np
 import torch
 
 from core.box_ops import box_iou_pairwise
+from datamodules.vidstg_grid import MAX_FRAMES, SAMPLE_FPS, tubedetr_frame_grid  # noqa: F401 (public names)
 from metrics.grounding import frames_from_prediction
 from metrics.prediction_set import PredictionSetMetric
 
 SENTENCE_TYPES = ("declarative", "interrogative")
 THRESHOLDS = (0.3, 0.5)
 GRIDS = ("tubedetr", "record")
-SAMPLE_FPS = 5.0
-MAX_FRAMES = 200
-
-
-def tubedetr_frame_grid(fps: float, start: int, end: int, sample_fps: float = SAMPLE_FPS,
-                        max_frames: int = MAX_FRAMES) -> np.ndarray:
-    """TubeDETR's evaluation frames of ``[start, end)``: ``start``, then each frame where
-    ``int(f * sample_fps / fps)`` increases; subsampled to ``max_frames`` when longer."""
-    frames = np.arange(int(start), int(end), dtype=np.int64)
-    if len(frames) == 0:
-        return frames
-    bucket = np.floor(frames * (sample_fps / fps)).astype(np.int64)
-    grid = frames[np.concatenate([[True], bucket[1:] > bucket[:-1]])]
-    if len(grid) > max_frames:
-        grid = grid[(np.arange(max_frames) * len(grid)) // max_frames]
-    return grid
 
 
 @dataclass

@@ -1,0 +1,28 @@
+"""TubeDETR's VidSTG frame grid, shared by the VidSTG reader (the frames a record annotates) and
+the VidSTG metrics (the frames a sentence is scored on), so the two cannot drift apart.
+
+TubeDETR (Yang et al., "TubeDETR: Spatio-Temporal Video Grounding with Transformers", CVPR 2022)
+samples a sentence's used segment ``[start, end)`` at 5 fps on an absolute grid: ``start``, then
+each frame where ``int(f * 5 / fps)`` increases; a grid longer than 200 frames is subsampled to
+200 (``grid[j * n // 200]``). Its evaluator scores the grid frames inside the ground-truth tube.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+SAMPLE_FPS = 5.0
+MAX_FRAMES = 200
+
+
+def tubedetr_frame_grid(fps: float, start: int, end: int, sample_fps: float = SAMPLE_FPS,
+                        max_frames: int = MAX_FRAMES) -> np.ndarray:
+    """TubeDETR's evaluation frames of ``[start, end)``: ``start``, then each frame where
+    ``int(f * sample_fps / fps)`` increases; subsampled to ``max_frames`` when longer."""
+    frames = np.arange(int(start), int(end), dtype=np.int64)
+    if len(frames) == 0:
+        return frames
+    bucket = np.floor(frames * (sample_fps / fps)).astype(np.int64)
+    grid = frames[np.concatenate([[True], bucket[1:] > bucket[:-1]])]
+    if len(grid) > max_frames:
+        grid = grid[(np.arange(max_frames) * len(grid)) // max_frames]
+    return grid

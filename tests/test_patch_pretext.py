@@ -205,34 +205,6 @@ def test_pretext_optimizer_warms_up_then_decays_to_zero():
     assert lrs[11] == pytest.approx(0.5) and lrs[20] == pytest.approx(0.0)  # linear decay from step 2 to 20
 
 
-def test_merged_token_targets_follow_the_vision_token_order():
-    from scripts.pretrain_judge_vision import merged_token_targets
-
-    # 4 frames of an 8x8-patch grid -> 2 temporal x 4 x 4 merged tokens (merge 2, temporal patch 2)
-    boxes = torch.zeros(1, 4, 1, 4)
-    boxes[0, 1, 0] = torch.tensor([0.125, 0.125, 0.25, 0.25])  # top-left merged cell, frame 1 only
-    boxes[0, 3, 0] = torch.tensor([0.875, 0.875, 0.25, 0.25])  # bottom-right merged cell, frame 3 only
-    present = torch.tensor([[[False], [True], [False], [True]]])
-    batch = {"boxes": boxes, "present": present}
-    targets = merged_token_targets(batch, torch.ones(1, 1, 1), torch.tensor([[2, 8, 8]]), temporal_patch=2, merge=2)
-    assert targets.shape == (32, 1)
-    expected = torch.zeros(32, 1)
-    expected[0] = 1.0  # t=0 (frames 0-1), row 0, col 0
-    expected[16 + 15] = 1.0  # t=1 (frames 2-3), row 3, col 3
-    assert torch.equal(targets, expected)
-    # a small object off the cell centres: named only under the overlap rule, in its cell (t=0, row 1, col 1)
-    small = {"boxes": torch.zeros(1, 4, 1, 4), "present": present}
-    small["boxes"][0, 1, 0] = torch.tensor([0.3, 0.3, 0.1, 0.1])
-    grid = torch.tensor([[2, 8, 8]])
-    assert merged_token_targets(small, torch.ones(1, 1, 1), grid, 2, 2).sum() == 0
-    by_overlap = merged_token_targets(small, torch.ones(1, 1, 1), grid, 2, 2, min_overlap=0.5)
-    assert by_overlap.nonzero().tolist() == [[5, 0]]
-    with pytest.raises(ValueError, match="share a patch grid"):
-        merged_token_targets(batch, torch.ones(1, 1, 1), torch.tensor([[2, 8, 8], [2, 4, 4]]), 2, 2)
-    with pytest.raises(ValueError, match="temporal patches"):
-        merged_token_targets(batch, torch.ones(1, 1, 1), torch.tensor([[1, 8, 8]]), 2, 2)
-
-
 def test_demo_finds_the_tower_checkpoints_it_must_write():
     from scripts.demo import ROOT, configured_towers
 
@@ -257,18 +229,6 @@ def test_demo_pretrains_towers_again_when_their_recipe_changed(tmp_path):
     assert "not valid JSON" in stale_towers(tmp_path)
 
 
-def test_pretrain_judge_vision_overlap_option_parses_centre_and_fractions():
-    import argparse
-
-    from scripts.pretrain_judge_vision import _overlap
-
-    assert _overlap("centre") is None and _overlap("Center") is None  # the box-holds-the-centre rule
-    assert _overlap("0.5") == 0.5 and _overlap("1") == 1.0
-    for bad in ("0", "1.5", "-0.2"):
-        with pytest.raises(argparse.ArgumentTypeError, match="--min-overlap"):
-            _overlap(bad)
-
-
 def test_slice_motion_words_by_hand():
     from models.patch_pretext import slice_motion_words
 
@@ -290,23 +250,3 @@ def test_slice_motion_words_by_hand():
     assert slice_motion_words(boxes, torch.zeros_like(present), 2).sum() == 0
     with pytest.raises(ValueError, match="temporal patches"):
         slice_motion_words(boxes, present, temporal_patch=4)
-
-
-def test_merged_token_targets_add_motion_words_where_the_object_is():
-    from scripts.pretrain_judge_vision import merged_token_targets
-
-    # one object in the top-left merged cell of frames 0-1, moving down by a quarter cell; then gone
-    boxes = torch.zeros(1, 4, 1, 4)
-    boxes[0, 0, 0] = torch.tensor([0.125, 0.125, 0.25, 0.25])
-    boxes[0, 1, 0] = torch.tensor([0.125, 0.1875, 0.25, 0.25])
-    present = torch.tensor([[[True], [True], [False], [False]]])
-    batch = {"boxes": boxes, "present": present}
-    grid = torch.tensor([[2, 8, 8]])
-    plain = merged_token_targets(batch, torch.ones(1, 1, 1), grid, 2, 2, min_overlap=0.5)
-    with_motion = merged_token_targets(batch, torch.ones(1, 1, 1), grid, 2, 2, min_overlap=0.5, motion=True)
-    assert with_motion.shape == (32, 1 + len(MOTION_WORDS))
-    assert torch.equal(with_motion[:, :1], plain)
-    # the frame-1 box spans cells (0,0) and (1,0); overlap with (1,0) is a quarter of the cell < 0.5
-    expected = torch.zeros(32, len(MOTION_WORDS))
-    expected[0, MOTION_WORDS.index("down")] = 1.0
-    assert torch.equal(with_motion[:, 1:], expected)

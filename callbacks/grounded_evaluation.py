@@ -4,6 +4,9 @@ The LightningModule returns predictions (in the predictions-file format) from it
 this callback feeds them to a :class:`metrics.GroundedCaptionMetrics` (references taken from the
 DataModule's records by clip key), logs AP50 / mIoU / recall at video and frame level, METEOR,
 CIDEr, BLEU-4, ROUGE-L and CAPTURE, and writes a JSON report per evaluation into the run folder.
+``invalid`` chooses what a predicted box that cannot be right does (:mod:`metrics.prediction_validation`):
+``error`` (default) stops naming the clip, frame and field; ``skip`` drops it and logs the number
+skipped as ``{stage}/invalid_boxes_skipped``.
 """
 from __future__ import annotations
 
@@ -11,14 +14,18 @@ from typing import Sequence
 
 from callbacks.task_evaluation import TaskEvaluation
 from metrics.grounded_caption_metric import GroundedCaptionMetrics
+from metrics.prediction_validation import INVALID_POLICIES
 
 
 class GroundedEvaluation(TaskEvaluation):
     def __init__(self, level: str = "both", score_source: str = "constant",
                  text_encoder: str | None = "minilm",
                  caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
-                 capture: bool = True, write_report: bool = True):
+                 capture: bool = True, invalid: str = "error", write_report: bool = True):
+        if invalid not in INVALID_POLICIES:
+            raise ValueError(f"GroundedEvaluation: invalid must be one of {INVALID_POLICIES}, got {invalid!r}")
         super().__init__(write_report)
+        self.invalid = invalid
         self.level = level
         self.score_source = score_source
         self.caption_metrics = tuple(caption_metrics)
@@ -33,4 +40,4 @@ class GroundedEvaluation(TaskEvaluation):
             self._text_encoder = build_text_encoder(self.text_encoder_spec)
         return GroundedCaptionMetrics(level=self.level, score_source=self.score_source,
                                       text_encoder=self._text_encoder, caption_metrics=self.caption_metrics,
-                                      capture=self.capture)
+                                      capture=self.capture, invalid=self.invalid)

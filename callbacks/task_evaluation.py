@@ -92,18 +92,36 @@ class TaskEvaluation(L.Callback):
 
 
 class VidSTGEvaluation(TaskEvaluation):
-    """m_vIoU, vIoU@0.3/0.5 per sentence type (and with the GT temporal span), logged as ``{stage}/vidstg/*``."""
+    """m_vIoU, vIoU@0.3/0.5 per sentence type (and with the GT temporal span), logged as ``{stage}/vidstg/*``.
+
+    ``grid="tubedetr"`` (default) scores TubeDETR's evaluation frames, TubeDETR's figure; it needs
+    records on that grid (``VidSTGDataModule(grid="tubedetr")``, the default). ``grid="record"``
+    scores the frames each record annotates (records on the project grid).
+    """
 
     task = "vidstg"
 
-    def __init__(self, thresholds: tuple[float, ...] = (0.3, 0.5), write_report: bool = True):
+    def __init__(self, thresholds: tuple[float, ...] = (0.3, 0.5), grid: str = "tubedetr", write_report: bool = True):
+        from metrics.vidstg import GRIDS
+
+        if grid not in GRIDS:
+            raise ValueError(f"VidSTGEvaluation: grid must be one of {GRIDS}, got {grid!r}")
         super().__init__(write_report)
         self.thresholds = tuple(thresholds)
+        self.grid = grid
+
+    def _start(self, trainer, pl_module, stage):
+        data_grid = getattr(getattr(trainer, "datamodule", None), "hparams", {}).get("grid")
+        if self.grid == "tubedetr" and data_grid not in (None, "tubedetr"):
+            raise ValueError(f"VidSTGEvaluation(grid='tubedetr') scores TubeDETR's frames, but the records are on the "
+                             f"'{data_grid}' grid (data.init_args.grid): set data.init_args.grid: tubedetr, or the "
+                             "callback's init_args.grid: record")
+        super()._start(trainer, pl_module, stage)
 
     def make_metric(self, pl_module):
         from metrics.vidstg import VidSTGMetric
 
-        return VidSTGMetric(self.thresholds)
+        return VidSTGMetric(self.thresholds, grid=self.grid)
 
 
 class ANetEntitiesEvaluation(TaskEvaluation):

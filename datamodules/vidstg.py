@@ -25,23 +25,70 @@ Conventions (documented choices):
   (videos temporally segmented with the GT timestamps; spatial m_vIoU). ``segment="used"`` spans
   VidSTG's ``used_segment``: the target is then absent outside the tube, and only a model with a
   temporal objectness head can localise it in time.
-* Boxes lie on the project's 5-fps grid (``range(start, end, round(fps / 5))``); a grid frame of
-  the tube where the trajectory has no box leaves that frame unannotated.
+* ``grid="tubedetr"`` (default): a record annotates the frames TubeDETR samples and evaluates
+  (:func:`datamodules.vidstg_grid.tubedetr_frame_grid` over the used segment, at most 200 frames)
+  that lie in the clip, so the validation metric scores the frames of TubeDETR's evaluator. A
+  tube with no such frame (shorter than the grid's spacing on a long segment) keeps its first
+  frame, marked ``extra["off_grid"]`` and counted in a warning: TubeDETR scores such a sentence
+  0, and so does the metric on its grid. ``grid="project"``: the 5-fps grid of the other
+  datasets, ``range(start, end, round(fps / 5))`` over the clip.
+* A grid frame of the tube where the trajectory has no box leaves that frame unannotated.
 """
 from __future__ import annotations
 
 import json
+import logging
+import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 import numpy as np
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
-from datamodules.records import GroundedRecord, RecordError, annotation_grid
+from datamodules.records import REQUIRED_FIELDS, GroundedRecord, RecordError, annotation_grid
+from datamodules.vidstg_grid import tubedetr_frame_grid
+
+log = logging.getLogger(__name__)
 
 SEGMENTS = ("tube", "used")
+GRIDS = ("tubedetr", "project")
 SENTENCE_TYPES = ("declarative", "interrogative")
+
+
+@dataclass
+class VidSTGRecord(GroundedRecord):
+    """A sentence record whose annotated frames are given (TubeDETR's grid) rather than derived
+    from the clip span; ``bboxes[i]`` / ``labels[i]`` describe ``grid_frames[i]``."""
+
+    grid_frames: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+
+    @property
+    def frame_indices(self) -> np.ndarray:
+        return self.grid_frames
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "frame_indices": self.grid_frames.tolist()}
+
+
+def clip_frames(fps: float, used: tuple[int, int], tube: tuple[int, int], segment: str = "tube",
+                grid: str = "tubedetr") -> np.ndarray:
+    """Source frames a sentence's record annotates: the grid frames of its clip (the tube or the
+    used segment, ``[begin, end)``); on TubeDETR's grid, its first frame when none lies in it."""
+    begin, end = tube if segment == "tube" else used
+    if grid == "project":
+        return annotation_grid(fps, begin, end - 1)
+    frames = tubedetr_frame_grid(fps, *used)
+    frames = frames[(frames >= begin) & (frames < end)]
+    return frames if len(frames) else np.array([begin], dtype=np.int64)
+
+
+def _check_video(fps: float, width: int, height: int, where: str) -> None:
+    if not math.isfinite(fps) or fps <= 0:
+        raise RecordError(f"{where}: field 'fps' must be a positive number, got {fps}")
+    if width <= 0 or height <= 0:
+        raise RecordError(f"{where}: fields 'width'/'height' must be positive, got {width}x{height}")
 
 
 def _load_json(path: Path) -> Any:
@@ -112,9 +159,10 @@ def _boxes_from_frame_lists(trajectories: list, target: int, frames: np.ndarray,
 
 def _make_record(*, vid: str, number: int, fps: float, width: int, height: int, used: tuple[int, int],
                  tube: tuple[int, int], sentence: str, sentence_type: str, target: int, video_fname: str,
-                 boxes_at: dict[int, list[float]], segment: str, source: str, extra: dict) -> GroundedRecord:
+                 boxes_at: dict[int, list[float]], segment: str, grid_name: str, source: str,
+                 extra: dict) -> GroundedRecord:
     begin, end = tube if segment == "tube" else used
-    grid = annotation_grid(fps, begin, end - 1)
+    grid = clip_frames(fps, used, tube, segment, grid_name)
     in_tube = (grid >= tube[0]) & (grid < tube[1])
     limits = np.array([width, height, width, height], dtype=np.float64)
     bboxes, labels = [], []
@@ -133,11 +181,17 @@ def _make_record(*, vid: str, number: int, fps: float, width: int, height: int, 
         "sentence_type": sentence_type, "target_id": target, "tube": list(tube), "used_segment": list(used),
         **extra,
     }
-    return GroundedRecord.from_dict(raw, source)
+    if grid_name == "project":
+        return GroundedRecord.from_dict(raw, source)
+    if len(grid) == 1 and not np.isin(grid, tubedetr_frame_grid(fps, *used)).all():
+        raw["off_grid"] = True  # no grid frame in the clip: clip_frames kept its first frame
+    fields = {k: raw[k] for k in REQUIRED_FIELDS}
+    return VidSTGRecord(**{**fields, "bboxes": [b.astype(np.float32) for b in bboxes]},
+                        extra={k: v for k, v in raw.items() if k not in fields}, grid_frames=grid)
 
 
 def _original_entries(data: list, path: Path, trajectories: VidORTrajectories | None,
-                      segment: str) -> Iterator[GroundedRecord]:
+                      segment: str, grid_name: str) -> Iterator[GroundedRecord]:
     number = 0
     for e, entry in enumerate(data):
         where = f"{path}, entry #{e} (vid {entry.get('vid', '?') if isinstance(entry, Mapping) else '?'})"
@@ -147,6 +201,11 @@ def _original_entries(data: list, path: Path, trajectories: VidORTrajectories | 
         if missing:
             raise RecordError(f"{where}: missing field(s) {', '.join(missing)}")
         vid = str(entry["vid"])
+        try:
+            fps, width, height = float(entry["fps"]), int(entry["width"]), int(entry["height"])
+        except (TypeError, ValueError) as err:
+            raise RecordError(f"{where}: fields 'fps'/'width'/'height' must be numbers ({err})") from None
+        _check_video(fps, width, height, where)
         used, tube = _span(entry, "used_segment", where), _span(entry, "temporal_gt", where)
         if not used[0] <= tube[0] < tube[1] <= used[1]:
             raise RecordError(f"{where}: temporal_gt {list(tube)} lies outside used_segment {list(used)}")
@@ -170,8 +229,7 @@ def _original_entries(data: list, path: Path, trajectories: VidORTrajectories | 
             raise RecordError(f"{where}: no 'trajectories' in the entry; give the VidOR annotation folder "
                               "(data.init_args.vidor_annotations)")
         video_fname = video_fname or f"{vid}.mp4"
-        span = tube if segment == "tube" else used
-        grid = annotation_grid(float(entry["fps"]), span[0], span[1] - 1)
+        grid = clip_frames(fps, used, tube, segment, grid_name)
         # questions first, then captions: TubeDETR's numbering, so both layouts share keys
         for kind, sentence_type in (("questions", "interrogative"), ("captions", "declarative")):
             for k, query in enumerate(entry.get(kind) or ()):
@@ -181,15 +239,14 @@ def _original_entries(data: list, path: Path, trajectories: VidORTrajectories | 
                 target = int(query["target_id"])
                 boxes_at = _boxes_from_frame_lists(traj, target, grid, offset, qwhere)
                 yield _make_record(
-                    vid=vid, number=number, fps=float(entry["fps"]), width=int(entry["width"]),
-                    height=int(entry["height"]), used=used, tube=tube,
+                    vid=vid, number=number, fps=fps, width=width, height=height, used=used, tube=tube,
                     sentence=_sentence(query.get("description"), qwhere), sentence_type=sentence_type,
                     target=target, video_fname=video_fname, boxes_at=boxes_at, segment=segment,
-                    source=str(path), extra={"query_type": query.get("type")})
+                    grid_name=grid_name, source=str(path), extra={"query_type": query.get("type")})
                 number += 1
 
 
-def _tubedetr_entries(data: Mapping, path: Path, segment: str) -> Iterator[GroundedRecord]:
+def _tubedetr_entries(data: Mapping, path: Path, segment: str, grid_name: str) -> Iterator[GroundedRecord]:
     trajectories = data.get("trajectories")
     if not isinstance(data.get("videos"), list) or not isinstance(trajectories, Mapping):
         raise RecordError(f"{path}: expected TubeDETR's {{'videos': [...], 'trajectories': {{...}}}}")
@@ -203,13 +260,13 @@ def _tubedetr_entries(data: Mapping, path: Path, segment: str) -> Iterator[Groun
             fps, width, height = float(video["fps"]), int(video["width"]), int(video["height"])
         except (KeyError, TypeError, ValueError) as err:
             raise RecordError(f"{where}: missing or malformed field ({type(err).__name__}: {err})") from None
+        _check_video(fps, width, height, where)
         if not used[0] <= tube[0] < tube[1] <= used[1]:
             raise RecordError(f"{where}: tube [{tube[0]}, {tube[1]}) lies outside [{used[0]}, {used[1]})")
         track = trajectories.get(vid, {}).get(str(target))
         if track is None:
             raise RecordError(f"{where}: no trajectory for video {vid}, target {target}")
-        span = tube if segment == "tube" else used
-        grid = annotation_grid(fps, span[0], span[1] - 1)
+        grid = clip_frames(fps, used, tube, segment, grid_name)
         boxes_at = {}
         for f in grid.tolist():
             item = track.get(str(f))
@@ -223,26 +280,37 @@ def _tubedetr_entries(data: Mapping, path: Path, segment: str) -> Iterator[Groun
             vid=vid, number=number, fps=fps, width=width, height=height, used=used, tube=tube,
             sentence=_sentence(video.get("caption"), where), sentence_type=sentence_type, target=target,
             video_fname=str(video.get("video_path") or f"{vid}.mp4"), boxes_at=boxes_at, segment=segment,
-            source=str(path), extra={"query_type": video.get("type")})
+            grid_name=grid_name, source=str(path), extra={"query_type": video.get("type")})
 
 
 def read_vidstg(path: str | Path, vidor_annotations: str | Path | None = None,
-                segment: str = "tube") -> list[GroundedRecord]:
+                segment: str = "tube", grid: str = "tubedetr") -> list[GroundedRecord]:
     """One :class:`GroundedRecord` per sentence of a VidSTG file (either layout; see the module doc).
 
     Each record's ``extra`` holds ``sentence_type`` (declarative / interrogative), ``target_id``,
-    ``tube`` and ``used_segment`` (``[begin, end)`` source frames) for the VidSTG metrics.
+    ``tube`` and ``used_segment`` (``[begin, end)`` source frames) for the VidSTG metrics. Its
+    frames are TubeDETR's grid (``grid="tubedetr"``, a :class:`VidSTGRecord`) or the project's
+    (``grid="project"``).
     """
     if segment not in SEGMENTS:
         raise ValueError(f"segment must be one of {SEGMENTS}, got {segment!r}")
+    if grid not in GRIDS:
+        raise ValueError(f"grid must be one of {GRIDS}, got {grid!r}")
     path = Path(path)
     data = _load_json(path)
     if isinstance(data, Mapping) and "videos" in data:
-        return list(_tubedetr_entries(data, path, segment))
-    if isinstance(data, list):
+        records = list(_tubedetr_entries(data, path, segment, grid))
+    elif isinstance(data, list):
         trajectories = VidORTrajectories(vidor_annotations) if vidor_annotations is not None else None
-        return list(_original_entries(data, path, trajectories, segment))
-    raise RecordError(f"{path}: expected VidSTG's list of entries or TubeDETR's {{'videos', 'trajectories'}}")
+        records = list(_original_entries(data, path, trajectories, segment, grid))
+    else:
+        raise RecordError(f"{path}: expected VidSTG's list of entries or TubeDETR's {{'videos', 'trajectories'}}")
+    off_grid = [r.key for r in records if r.extra.get("off_grid")]
+    if off_grid:
+        log.warning("%s: %d of %d sentences have no frame of TubeDETR's grid in their %s (e.g. %s); they keep "
+                    "its first frame and score 0 on TubeDETR's grid, as in TubeDETR's evaluator",
+                    path, len(off_grid), len(records), "tube" if segment == "tube" else "used segment", off_grid[0])
+    return records
 
 
 class VidSTGDataModule(GroundedVideoDataModule):
@@ -252,11 +320,17 @@ class VidSTGDataModule(GroundedVideoDataModule):
         vidor_annotations: VidOR annotation folder, for VidSTG's own files without inline
             trajectories (not needed for TubeDETR's files).
         segment: ``tube`` (the clip spans the GT tube; the paper's setting) or ``used``.
+        grid: ``tubedetr`` (the frames TubeDETR samples and evaluates; the VidSTG metric's
+            default grid) or ``project`` (``range(start, end, round(fps / 5))``, the grid of the
+            other datasets; evaluate it with the callback's ``grid: record``).
     """
 
-    def __init__(self, vidor_annotations: str | None = None, segment: str = "tube", **kwargs):
+    def __init__(self, vidor_annotations: str | None = None, segment: str = "tube", grid: str = "tubedetr",
+                 **kwargs):
         if segment not in SEGMENTS:
             raise ValueError(f"data.segment must be one of {SEGMENTS}, got {segment!r}")
+        if grid not in GRIDS:
+            raise ValueError(f"data.grid must be one of {GRIDS}, got {grid!r}")
         kwargs.setdefault("readme_section", "Datasets")
         super().__init__(**kwargs)
 
@@ -265,4 +339,4 @@ class VidSTGDataModule(GroundedVideoDataModule):
         if vidor is not None:
             vidor = require_path(vidor, "data.init_args.vidor_annotations", self.readme_section,
                                  "VidOR annotation folder")
-        return read_vidstg(path, vidor, self.hparams.segment)
+        return read_vidstg(path, vidor, self.hparams.segment, self.hparams.grid)

@@ -146,11 +146,11 @@ def _vidor_box(tid: int, f: int) -> dict:
     return {"xmin": x, "ymin": 4 + 2 * tid, "xmax": x + 14, "ymax": 22 + 2 * tid}
 
 
-def vidor_trajectories(vid_index: int) -> list[list[dict]]:
+def vidor_trajectories(vid_index: int, num_frames: int = VIDSTG_FRAMES) -> list[list[dict]]:
     """Per frame, the objects' ``{tid, bbox}``; object 0 is missing on frames 12-13 (a gap), object 1
     exists only from frame 6."""
     out = []
-    for f in range(VIDSTG_FRAMES):
+    for f in range(num_frames):
         objs = []
         if not 12 <= f <= 13:
             objs.append({"tid": 0, "bbox": _vidor_box(0, f + vid_index), "generated": 0, "tracker": "none"})
@@ -160,10 +160,13 @@ def vidor_trajectories(vid_index: int) -> list[list[dict]]:
     return out
 
 
-def write_vidstg_public(root: Path, write_videos: bool = True) -> dict[str, Path]:
+def write_vidstg_public(root: Path, write_videos: bool = True, fps: float = VIDSTG_FPS,
+                        num_frames: int = VIDSTG_FRAMES, used: tuple[int, int] = VIDSTG_USED,
+                        tube: tuple[int, int] = VIDSTG_TUBE) -> dict[str, Path]:
     """Two videos; per video one question and one caption. Writes VidSTG's own annotation file
     (without trajectories), the VidOR annotation folder, the same entries with inline
-    trajectories, and TubeDETR's preprocessed file; plus videos under ``videos/<group>/<vid>.mp4``."""
+    trajectories, and TubeDETR's preprocessed file; plus videos under ``videos/<group>/<vid>.mp4``.
+    ``fps``, ``num_frames``, ``used`` and ``tube`` (``[begin, end)``) give VidOR-like frame rates."""
     vids = ["2401075277", "3201234567"]
     entries, vidor_files, tube_videos, tube_traj = [], {}, [], {}
     sentences = {
@@ -171,24 +174,24 @@ def write_vidstg_public(root: Path, write_videos: bool = True) -> dict[str, Path
         vids[1]: ([("Who is next to the child?", 0)], [("A child with a ball runs.", 1)]),
     }
     for v, vid in enumerate(vids):
-        traj = vidor_trajectories(v)
+        traj = vidor_trajectories(v, num_frames)
         video_path = f"000{v}/{vid}.mp4"
-        vidor_files[vid] = {"video_id": vid, "video_path": video_path, "frame_count": VIDSTG_FRAMES,
-                            "fps": VIDSTG_FPS, "width": VIDSTG_SIZE[0], "height": VIDSTG_SIZE[1],
+        vidor_files[vid] = {"video_id": vid, "video_path": video_path, "frame_count": num_frames,
+                            "fps": fps, "width": VIDSTG_SIZE[0], "height": VIDSTG_SIZE[1],
                             "subject/objects": [{"tid": 0, "category": "adult"}, {"tid": 1, "category": "child"}],
                             "trajectories": traj, "relation_instances": []}
         questions, captions = sentences[vid]
-        entry = {"vid": vid, "frame_count": VIDSTG_FRAMES, "fps": VIDSTG_FPS, "width": VIDSTG_SIZE[0],
+        entry = {"vid": vid, "frame_count": num_frames, "fps": fps, "width": VIDSTG_SIZE[0],
                  "height": VIDSTG_SIZE[1], "subject/objects": vidor_files[vid]["subject/objects"],
-                 "used_segment": {"begin_fid": VIDSTG_USED[0], "end_fid": VIDSTG_USED[1]},
+                 "used_segment": {"begin_fid": used[0], "end_fid": used[1]},
                  "used_relation": {"subject_tid": 0, "object_tid": 1, "predicate": "next_to"},
-                 "temporal_gt": {"begin_fid": VIDSTG_TUBE[0], "end_fid": VIDSTG_TUBE[1]},
+                 "temporal_gt": {"begin_fid": tube[0], "end_fid": tube[1]},
                  "questions": [{"description": d, "type": "object", "target_id": t} for d, t in questions],
                  "captions": [{"description": d, "type": "subject", "target_id": t} for d, t in captions]}
         entries.append(entry)
-        base = {"original_video_id": vid, "frame_count": VIDSTG_FRAMES, "fps": VIDSTG_FPS, "width": VIDSTG_SIZE[0],
-                "height": VIDSTG_SIZE[1], "start_frame": VIDSTG_USED[0], "end_frame": VIDSTG_USED[1],
-                "tube_start_frame": VIDSTG_TUBE[0], "tube_end_frame": VIDSTG_TUBE[1], "video_path": video_path}
+        base = {"original_video_id": vid, "frame_count": num_frames, "fps": fps, "width": VIDSTG_SIZE[0],
+                "height": VIDSTG_SIZE[1], "start_frame": used[0], "end_frame": used[1],
+                "tube_start_frame": tube[0], "tube_end_frame": tube[1], "video_path": video_path}
         for kind, items in (("interrogative", questions), ("declarative", captions)):
             for d, t in items:
                 tube_videos.append({**base, "caption": d, "type": "x", "target_id": t,
@@ -213,12 +216,12 @@ def write_vidstg_public(root: Path, write_videos: bool = True) -> dict[str, Path
     videos = root / "videos"
     if write_videos:
         for v, vid in enumerate(vids):
-            frames = np.full((VIDSTG_FRAMES, VIDSTG_SIZE[1], VIDSTG_SIZE[0], 3), 80, dtype=np.uint8)
-            for f, objs in enumerate(vidor_trajectories(v)):
+            frames = np.full((num_frames, VIDSTG_SIZE[1], VIDSTG_SIZE[0], 3), 80, dtype=np.uint8)
+            for f, objs in enumerate(vidor_trajectories(v, num_frames)):
                 for o in objs:
                     b = o["bbox"]
                     frames[f, b["ymin"]:b["ymax"], b["xmin"]:b["xmax"]] = (220, 40 + 150 * o["tid"], 60)
-            write_video(videos / f"000{v}" / f"{vid}.mp4", frames, VIDSTG_FPS, threads=1)
+            write_video(videos / f"000{v}" / f"{vid}.mp4", frames, fps, threads=1)
     return {"original": ann / "train_annotations.json", "inline": ann / "inline_annotations.json",
             "tubedetr": ann / "train.json", "vidor": root / "vidor", "videos": videos}
 

@@ -339,3 +339,110 @@ def test_offline_evaluator_inline_layout_and_record_grid(public, tmp_path):
     assert inline["all_m_vIoU_gt_temporal"] == pytest.approx(1.0)
     assert main(["--annotations", str(public["tubedetr"]), "--pred", str(path), "--grid", "record"])[
         "all_m_vIoU_gt_temporal"] == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- records on TubeDETR's grid
+
+def _tubedetr_file(path, fps, used, tube, seed=0):
+    """One declarative sentence in TubeDETR's layout; the target has a box on every tube frame."""
+    rng = np.random.default_rng(seed)
+    track = {}
+    for f in range(*tube):
+        x, y = rng.uniform(0, 300, 2)
+        track[str(f)] = {"bbox": [float(x), float(y), float(rng.uniform(20, 200)), float(rng.uniform(20, 150))]}
+    video = {"original_video_id": "v", "video_id": 0, "target_id": 3, "caption": "a dog runs.", "qtype": "declarative",
+             "type": "subject", "fps": fps, "width": 640, "height": 480, "frame_count": used[1] + 5,
+             "start_frame": used[0], "end_frame": used[1], "tube_start_frame": tube[0], "tube_end_frame": tube[1]}
+    path.write_text(json.dumps({"videos": [video], "trajectories": {"v": {"3": track}}}))
+    return {int(f): [b["bbox"][0], b["bbox"][1], b["bbox"][0] + b["bbox"][2], b["bbox"][1] + b["bbox"][3]]
+            for f, b in track.items()}
+
+
+@pytest.mark.parametrize("fps", [29.97, 23.976, 59.94])
+def test_records_annotate_tubedetrs_frames_at_vidor_frame_rates(fps, tmp_path):
+    used, tube = (37, 37 + 2600), (500, 1900)  # a long segment: TubeDETR's grid is capped at 200 frames
+    path = tmp_path / "v.json"
+    gt = _tubedetr_file(path, fps, used, tube)
+    official = tubedetr_frames(fps, *used)
+    assert len(official) == 200
+    whole = read_vidstg(path, segment="used")[0]
+    assert whole.frame_indices.tolist() == official
+    r = read_vidstg(path)[0]  # the clip spans the tube: TubeDETR's evaluated frames (its inter_frames)
+    in_tube = [f for f in official if tube[0] <= f < tube[1]]
+    assert r.frame_indices.tolist() == in_tube
+    assert len(r.bboxes) == len(in_tube)
+    assert np.allclose(np.concatenate(r.bboxes), [gt[f] for f in in_tube], atol=1e-3)  # float32 boxes
+    # the project grid is another set of frames
+    project = read_vidstg(path, grid="project")[0]
+    step = int(round(fps / 5))
+    assert project.frame_indices.tolist() == list(range(tube[0], tube[1], step)) != in_tube
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_metric_on_the_records_equals_tubedetrs_evaluator(seed, tmp_path):
+    """Predictions on the records' frames, scored by the metric, give TubeDETR's figure (literal port)."""
+    rng = np.random.default_rng(seed)
+    fps = float(rng.choice([29.97, 23.976, 59.94]))
+    start = int(rng.integers(0, 100))
+    used = (start, start + int(rng.integers(100, 3000)))
+    t0 = int(rng.integers(used[0], used[1] - 20))
+    tube = (t0, int(rng.integers(t0 + 20, used[1] + 1)))
+    gt = _tubedetr_file(tmp_path / "v.json", fps, used, tube, seed)
+    for segment in ("tube", "used"):
+        r = read_vidstg(tmp_path / "v.json", segment=segment)[0]
+        pred = {int(f): [gt[f][0] + rng.normal(0, 15), gt[f][1] + rng.normal(0, 15), gt[f][2], gt[f][3]]
+                if f in gt else [0.0, 0.0, 50.0, 50.0] for f in r.frame_indices.tolist()}
+        s0 = int(rng.integers(*used))
+        span = (s0, int(rng.integers(s0 + 1, used[1] + 1)))
+        frames = [{"frame": f, "boxes": [b], "labels": [r.caption]} for f, b in pred.items()]
+        out = evaluate_vidstg([r], {r.key: {"caption": r.caption, "phrases": [r.caption], "frames": frames}},
+                              spans={r.key: span})
+        viou, gt_viou, tiou = tubedetr_scores(fps, used, tube, gt, pred, span)
+        assert out["all_m_vIoU"] == pytest.approx(viou) and out["all_m_vIoU_gt_temporal"] == pytest.approx(gt_viou)
+        assert out["all_m_tIoU"] == pytest.approx(tiou) and out["num_pred_frames_missing"] == 0
+
+
+def test_a_tube_between_grid_frames_keeps_its_first_frame_and_scores_zero(tmp_path, caplog):
+    fps, used, tube = 29.97, (0, 3000), (104, 110)  # 500 grid frames capped to 200: ..., 90, 102, 120, ...
+    official = tubedetr_frames(fps, *used)
+    assert not [f for f in official if tube[0] <= f < tube[1]]
+    gt = _tubedetr_file(tmp_path / "v.json", fps, used, tube)
+    with caplog.at_level("WARNING", logger="datamodules.vidstg"):
+        r = read_vidstg(tmp_path / "v.json")[0]
+    assert "1 of 1 sentences have no frame of TubeDETR's grid" in caplog.text
+    assert r.frame_indices.tolist() == [104] and r.extra["off_grid"] is True and len(r.bboxes[0]) == 1
+    perfect = {"caption": r.caption, "phrases": [r.caption],
+               "frames": [{"frame": 104, "boxes": [gt[104]], "labels": [r.caption]}]}
+    out = evaluate_vidstg([r], {r.key: perfect})
+    expected = tubedetr_scores(fps, used, tube, gt, {}, tube)
+    assert (out["all_m_vIoU"], out["all_m_vIoU_gt_temporal"]) == pytest.approx(expected[:2]) == (0.0, 0.0)
+
+
+def test_tubedetr_grid_record_survives_pickling_and_lists_its_frames(public):
+    import pickle
+
+    r = read_vidstg(public["tubedetr"])[1]
+    again = pickle.loads(pickle.dumps(r))  # DataLoader workers
+    assert again.frame_indices.tolist() == r.frame_indices.tolist()
+    assert r.to_dict()["frame_indices"] == r.frame_indices.tolist()
+    with pytest.raises(ValueError, match="data.grid must be one of"):
+        VidSTGDataModule(train_annotations=str(public["tubedetr"]), grid="stride")
+
+
+def test_evaluation_callback_scores_tubedetrs_grid_and_refuses_other_records(public, tmp_path):
+    import types
+
+    from callbacks.task_evaluation import VidSTGEvaluation
+
+    assert VidSTGEvaluation().make_metric(None).grid == "tubedetr"
+    assert VidSTGEvaluation(grid="record").make_metric(None).grid == "record"
+    with pytest.raises(ValueError, match="grid must be one of"):
+        VidSTGEvaluation(grid="project")
+    dm = VidSTGDataModule(val_annotations=str(public["tubedetr"]), video_root=str(tmp_path), grid="project")
+    dm.datasets = {"val": types.SimpleNamespace(records=read_vidstg(public["tubedetr"], grid="project"))}
+    trainer = types.SimpleNamespace(datamodule=dm)
+    with pytest.raises(ValueError, match="data.init_args.grid: tubedetr, or the callback's init_args.grid: record"):
+        VidSTGEvaluation()._start(trainer, None, "val")
+    callback = VidSTGEvaluation(grid="record")
+    callback._start(trainer, None, "val")
+    assert set(callback.metrics["val"].references) == {r.key for r in dm.datasets["val"].records}

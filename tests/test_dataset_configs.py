@@ -9,8 +9,10 @@ import torch
 import yaml
 
 from callbacks.init_from_checkpoint import InitFromCheckpoint
+from callbacks.task_evaluation import VidSTGEvaluation
 from cli import cli_main
 from datamodules.howtoground import LazyRecords
+from metrics.vidstg import main as evaluate_vidstg_file
 from tests.conftest import ROOT
 from tests.fixtures_public import write_anet_public, write_howtoground_public, write_vidstg_public
 
@@ -21,7 +23,10 @@ CONFIGS = ROOT / "configs"
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory):
     root = tmp_path_factory.mktemp("public")
-    return {"htg": write_howtoground_public(root / "htg"), "vidstg": write_vidstg_public(root / "vidstg"),
+    # VidSTG at VidOR's 29.97 fps, the tube [10, 70) of the used segment [0, 90): TubeDETR's grid
+    # (every 6th frame from 0) gives the tube 12, 18, ..., 66; range(10, 70, 6) would give 10, 16, ...
+    vidstg = write_vidstg_public(root / "vidstg", fps=29.97, num_frames=90, used=(0, 90), tube=(10, 70))
+    return {"htg": write_howtoground_public(root / "htg"), "vidstg": vidstg,
             "anet": write_anet_public(root / "anet"), "root": root}
 
 
@@ -106,21 +111,29 @@ def test_vidstg_config(fixtures, tiny, pretrained, tmp_path):
     args = ["--config", str(CONFIGS / "pretrain.yaml"), "--config", str(_overlay("vidstg.yaml", pretrained, tmp_path)),
             "--config", str(tiny), f"--data.init_args.train_annotations={v['original']}",
             f"--data.init_args.vidor_annotations={v['vidor']}", f"--data.init_args.val_annotations={v['tubedetr']}",
-            f"--data.init_args.test_annotations={v['tubedetr']}", f"--data.init_args.video_root={v['videos']}"]
+            f"--data.init_args.test_annotations={v['tubedetr']}", f"--data.init_args.video_root={v['videos']}",
+            "--data.init_args.eval_batch_size=4"]  # fast_dev_run evaluates one batch: all four sentences
     cli = _fit(*args)
     assert cli.model.hparams.teacher_forced and cli.model.model.objectness_head is None
     assert next(c for c in cli.trainer.callbacks if isinstance(c, InitFromCheckpoint)).loaded
     metrics = cli.trainer.callback_metrics
     for name in ("all_m_vIoU", "declarative_vIoU@0.5", "interrogative_m_vIoU_gt_temporal"):
         assert f"val/vidstg/{name}" in metrics, name
-    # clips are cut to the GT tube and every frame is predicted; each fixture tube misses its box on
-    # 1 of its 10 grid frames, so vIoU = sum / 10 and the GT-span variant = sum / 9
-    assert float(metrics["val/vidstg/all_m_vIoU"]) == pytest.approx(
-        0.9 * float(metrics["val/vidstg/all_m_vIoU_gt_temporal"]), rel=1e-5)
+    tubedetr_frames = list(range(12, 70, 6))  # TubeDETR's grid frames in the tube (fixture above)
+    assert all(r.frame_indices.tolist() == tubedetr_frames for r in cli.datamodule.datasets["val"].records)
     test = cli_main(["test", *args, f"--trainer.default_root_dir={tmp_path / 'test'}"])
     assert "test/vidstg/all_m_vIoU" in test.trainer.callback_metrics
-    predictions = json.loads((tmp_path / "test" / "predictions_test.json").read_text())
+    path = tmp_path / "test" / "predictions_test.json"
+    predictions = json.loads(path.read_text())
     assert all(len(p["phrases"]) == 1 for p in predictions.values())  # the sentence, teacher-forced
+    assert all([f["frame"] for f in p["frames"]] == tubedetr_frames for p in predictions.values())
+    # the test metric is TubeDETR's figure: the offline evaluator, which reads every tube frame from
+    # the annotation file and scores TubeDETR's grid, gives the same numbers from the written predictions
+    results = next(c for c in test.trainer.callbacks if isinstance(c, VidSTGEvaluation)).last_results["test"]
+    offline = evaluate_vidstg_file(["--annotations", str(v["tubedetr"]), "--pred", str(path)])
+    assert offline["num_pred_frames_missing"] == 0 and results == pytest.approx(offline, rel=1e-5, nan_ok=True)
+    # object 0 (two sentences' target) has no box on frame 12, a TubeDETR grid frame of the tube
+    assert results["num_gt_frames_missing"] == 2
 
 
 def test_anet_entities_config(fixtures, tiny, pretrained, tmp_path):

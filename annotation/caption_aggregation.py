@@ -10,7 +10,7 @@ Two aggregators share one interface (:meth:`aggregate` on a batch of clips):
   merged as one object seen under several names. Each object gets its most frequent action, and
   clauses follow first appearance ("<p>a red circle</p> enters from the left, then ..."); an
   action's object is tagged when Stage 1 grounds it in enough frames. With ``input: captions`` it
-  keeps the most frequent frame caption and tags its grounded phrases.
+  keeps the most frequent frame caption among those naming a grounded phrase, and tags them.
 """
 from __future__ import annotations
 
@@ -157,11 +157,12 @@ class RuleCaptionAggregator:
         return VideoCaption(tagged, tuple(dict.fromkeys(tagged_phrases(tagged))))
 
     def _from_captions(self, clip: ClipFrameAnnotations) -> VideoCaption | Rejection:
-        if not clip.frames:
-            return Rejection(clip.key, "stage2", "no frame captions")
-        counts = Counter(" ".join(f.caption.lower().split()) for f in clip.frames)
-        best = max(range(len(clip.frames)),
-                   key=lambda i: (counts[" ".join(clip.frames[i].caption.lower().split())], -i))
+        # candidates: frames whose caption contains one of their grounded phrases
+        grounded = [i for i, f in enumerate(clip.frames) if any(p.lower() in f.caption.lower() for p in f.phrases)]
+        if not grounded:
+            return Rejection(clip.key, "stage2", "no frame caption contains a grounded phrase")
+        counts = Counter(" ".join(clip.frames[i].caption.lower().split()) for i in grounded)
+        best = max(grounded, key=lambda i: (counts[" ".join(clip.frames[i].caption.lower().split())], -i))
         frame = clip.frames[best]
         caption, phrases = frame.caption, []
         for phrase in dict.fromkeys(frame.phrases):

@@ -120,10 +120,12 @@ def test_rule_aggregation_tags_an_object_only_when_it_is_grounded_often(parser):
 
 
 def test_rule_full_caption_variant_tags_the_most_frequent_caption():
-    captions = ["A red circle is moving up.", "A red circle is moving up.", "A red disc is moving up."]
-    phrases = {0: ["a red circle"], 1: ["a red circle"], 2: ["a red disc"]}
+    captions = ["", "", "", "A red circle is moving up.", "A red circle is moving up.", "A red disc is moving up."]
+    phrases = {3: ["a red circle"], 4: ["a red circle"], 5: ["a red disc"]}
     out, = RuleCaptionAggregator(input="captions").aggregate([clip_of(captions, phrases)])
     assert out == VideoCaption("<p>A red circle</p> is moving up.", ("A red circle",))
+    nothing, = RuleCaptionAggregator(input="captions").aggregate([clip_of(["", "The image is blurry."])])
+    assert isinstance(nothing, Rejection) and "no frame caption contains a grounded phrase" in nothing.reason
 
 
 # ---------------------------------------------------------------- prompts and parsers

@@ -320,8 +320,8 @@ class VidSTGDataModule(GroundedVideoDataModule):
         vidor_annotations: VidOR annotation folder, for VidSTG's own files without inline
             trajectories (not needed for TubeDETR's files).
         segment: ``tube`` (the clip spans the GT tube; the paper's setting) or ``used``.
-        grid: ``tubedetr`` (the frames TubeDETR samples and evaluates; the VidSTG metric's
-            default grid) or ``project`` (``range(start, end, round(fps / 5))``, the grid of the
+        grid: ``tubedetr`` (the frames TubeDETR samples and evaluates, which
+            ``VidSTGEvaluation`` scores by default) or ``project`` (``range(start, end, round(fps / 5))``, the grid of the
             other datasets; evaluate it with the callback's ``grid: record``).
     """
 

@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         report = evaluate_vidstg_sentences(sentences, boxes, spans)
         known = {s.key for s in sentences}
     else:
-        records = read_vidstg(args.annotations, args.vidor_annotations, args.segment)
+        records = read_vidstg(args.annotations, args.vidor_annotations, args.segment, grid="project")
         report = evaluate_vidstg(records, preds, source=str(args.pred), grid="record")
         known = {r.key for r in records}
     missing = sum(1 for k in known if k not in preds)

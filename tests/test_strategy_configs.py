@@ -11,8 +11,6 @@ import cli as cli_module
 from cli import cli_main
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.slow  # each builds the demo model through the CLI
-
 STRATEGIES = ROOT / "configs" / "strategy"
 
 

@@ -14,7 +14,8 @@ want=$(sha256sum requirements.txt | cut -c1-64)
 if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   # torch first, on its own: a package that depends on torch must not pull the registry's CUDA build.
   .venv/bin/pip install --disable-pip-version-check -q "$(grep -E '^torch==' requirements.txt)"
-  .venv/bin/pip install --disable-pip-version-check -q -r requirements.txt
+  # DeepSpeed compiles its CUDA ops just in time on GPU machines; nothing to build at install.
+  DS_BUILD_OPS=0 .venv/bin/pip install --disable-pip-version-check -q -r requirements.txt
   # The CAPTURE authors' package, for the parity tests only: without its dependencies (they would
   # pull its own scene-graph parser and sentence encoder stack); the tests stub what it imports.
   .venv/bin/pip install --disable-pip-version-check -q --no-deps "capture-metric==0.1.13"

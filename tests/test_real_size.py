@@ -34,7 +34,11 @@ UNUSED_PREFIXES = ("model.region_encoder.",
 
 @pytest.fixture(scope="module")
 def official():
-    return build_meta_module(read_config([OFFICIAL]))
+    config = read_config([OFFICIAL])
+    # recomputation changes no shape, and the LLM's bf16 checkpoint wrapper re-enters with
+    # parameters FakeTensorMode has not converted: shapes are checked without it
+    config["model"]["init_args"]["language_model"]["gradient_checkpointing"] = False
+    return build_meta_module(config)
 
 
 @pytest.fixture

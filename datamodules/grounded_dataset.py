@@ -1,6 +1,6 @@
 """Dataset of grounded clips: records + videos -> model-ready samples, and their collate.
 
-A training sample holds the T sparse-sampled frames (SPEC §4). An evaluation sample holds every
+A training sample holds the T sparse-sampled frames (GROVE paper, supp. C). An evaluation sample holds every
 annotated frame of the clip (``all_frames=True``), because the evaluation grounds phrases on the
 whole 5-fps grid; ``caption_positions`` then marks the T segment-centre frames the caption is
 generated from. Frames are given twice, preprocessed for each encoder; targets are normalised

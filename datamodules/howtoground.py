@@ -6,7 +6,7 @@ the sorted record keys (and, for single-file layouts, where each record lies in 
 saved as ``.npy`` arrays that every process memory-maps, so the pages are shared and nothing is
 copied into workers. A record is read and validated only when its sample is drawn.
 
-Layouts read (SPEC §2):
+Layouts read (as the HowToGround1M and iGround releases ship them):
 
 * a folder of per-key pickles ``{video_id}_{clip_id}.pkl`` (what the public
   ``preprocess_howtoground_annot.py`` writes), optionally restricted to the keys of a keys file
@@ -382,7 +382,7 @@ class HowToGroundDataModule(GroundedVideoDataModule):
 
     Splits in ``lazy_splits`` (default: train) are read per sample through the compact index;
     the others are read whole (iGround's 500/1000 evaluation clips; the evaluation callback needs
-    their records). Train on "processed" iGround files, evaluate on "raw" ones (SPEC §2).
+    their records). Train on "processed" iGround files, evaluate on "raw" ones (the iGround release).
 
     Args (beyond :class:`GroundedVideoDataModule`):
         train_keys: optional keys file restricting the training split (e.g. the public

@@ -1,4 +1,4 @@
-"""The canonical grounded-clip record (HowToGround1M / iGround, SPEC §2) and its file formats.
+"""The canonical grounded-clip record (HowToGround1M / iGround, as the GROVE release ships them) and its file formats.
 
 One :class:`GroundedRecord` per clip. ``bboxes[i]`` / ``labels[i]`` describe the i-th frame of the
 clip's 5-fps annotation grid (:func:`annotation_grid`). Readers accept the project's JSON and the

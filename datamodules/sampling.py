@@ -1,4 +1,4 @@
-"""Sparse segment sampling of a clip's annotated frames (GROVE supp. C, SPEC §4).
+"""Sparse segment sampling of a clip's annotated frames (GROVE paper, supp. C).
 
 The annotated frames are split into T equal segments. Training draws one random frame per
 segment and re-draws (a bounded number of times) until at least one object is visible in the

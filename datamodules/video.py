@@ -1,10 +1,10 @@
 """Video access: decode just the frames a clip needs, from a video file or a folder of frame images.
 
-GROVE samples 8 frames per clip (SPEC §4), so decoding every frame of an 8-s clip to keep 8 wastes
+GROVE samples 8 frames per clip (GROVE paper, supp. C), so decoding every frame of an 8-s clip to keep 8 wastes
 most of the work. :class:`PyAVVideoSource` seeks to the keyframe before each wanted frame and
 decodes forward only as far as needed. Frame ``i`` is the frame presented at ``i / fps`` seconds
 after the stream's first timestamp (``fps`` = the stream's average rate), which is how the
-annotation grid (SPEC §2) counts source frames.
+annotation grid (5 fps, in source frames) counts source frames.
 
 Frames come upright: a video whose display matrix rotates it (phone videos filmed in portrait)
 is turned by the same quarter turns the player would apply, and ``width``/``height`` describe the

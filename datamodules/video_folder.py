@@ -1,7 +1,7 @@
 """Unannotated videos for prediction: any files, of any size, frame rate and length.
 
 A video is cut into clips on its own 5-fps grid (source frames ``0, s, 2s, ...`` with
-``s = round(fps / 5)``, as the annotations count them, SPEC §2). By default a clip is 8 s, the length
+``s = round(fps / 5)``, as the annotations count them). By default a clip is 8 s, the length
 GROVE was trained on: the caption comes from T frames spread over one clip, and every grid frame of
 a clip is held in memory at once, so a whole long video as one clip would give a vague caption and
 need gigabytes. ``clip_seconds=None`` takes the whole video as one clip. Clips tile the video

@@ -26,16 +26,16 @@ def _default_optimizer(params):
 
 
 class GroveModule(L.LightningModule):
-    """Grounded video caption generation (GROVE, seed 003).
+    """Grounded video caption generation (the GROVE paper).
 
     Args:
         global_encoder / grounding_encoder / language_model / decoder: architecture configs.
-        ce_weight / giou_weight / l1_weight / objectness_weight: loss weights (SPEC §4).
+        ce_weight / giou_weight / l1_weight / objectness_weight: loss weights (GROVE paper, supp. C; the released fine-tuning script uses CE 1).
         train_*: what trains. Paper defaults: adapters, VL, LQ, box decoder, heads, the LLM's
             input embeddings and output layer and the grounding positional embedding train; CLIP,
             SAM's encoder and the LLM blocks stay frozen. ``train_adapters=False`` is the "no
             adapters" ablation (zero-initialised gates then stay at 0: the identity).
-        teacher_forced: ground a given caption instead of generating one (VidSTG, seed 003 supp. C).
+        teacher_forced: ground a given caption instead of generating one (VidSTG; GROVE paper, supp. C).
         sample_question / chat_template: prompt paraphrase sampling in training; ``vicuna_v1``
             (Vicuna's system prompt, as the paper's LLM expects) or ``plain`` (shorter, for tiny LLMs).
         objectness_threshold: keep a box when sigmoid(objectness) >= threshold (0 = always).
@@ -235,7 +235,7 @@ class GroveModule(L.LightningModule):
         return self.format_predictions(batch, out.tagged_captions, out.phrases, out.boxes, out.scores)
 
     def format_predictions(self, batch, tagged, phrases, boxes, scores) -> dict[str, dict]:
-        """Tensors -> SPEC §3 dicts: pixel xyxy boxes, kept where score >= objectness_threshold."""
+        """Tensors -> prediction-format dicts: pixel xyxy boxes, kept where score >= objectness_threshold."""
         size = batch["size"].to(boxes.device).float()
         px = denormalize_boxes(cxcywh_to_xyxy(boxes), size[:, 0, None, None], size[:, 1, None, None])
         px = torch.minimum(px.clamp(min=0), torch.stack([size[:, 0], size[:, 1]] * 2, -1)[:, None, None])

@@ -1,4 +1,4 @@
-"""Captioning metrics as the COCO caption evaluation computes them (SPEC §5): BLEU-1..4, METEOR,
+"""Captioning metrics as the COCO caption evaluation computes them: BLEU-1..4, METEOR,
 ROUGE-L and CIDEr(-D) from ``pycocoevalcap``, after Stanford PTB tokenisation of both sides.
 
 The scorers are pycocoevalcap's own, so the figures are the published ones; what this module adds

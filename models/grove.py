@@ -1,4 +1,4 @@
-"""GROVE: grounded video caption generation (seed 003, §4 and supp. C), as one nn.Module.
+"""GROVE: grounded video caption generation (GROVE paper, section 4 and supp. C), as one nn.Module.
 
 Global video encoder -> VL -> LLM (caption with ``<p> phrase </p> [DET]``) -> LQ on the [DET]
 hidden states -> box decoder over every frame's grounding features -> box and temporal-objectness

@@ -1,4 +1,4 @@
-"""GROVE's training loss: L = λ_ce·CE + λ_giou·gIoU + λ_l1·L1 + λ_obj·BCE (seed 003, supp. C, eq. 1-6).
+"""GROVE's training loss: L = λ_ce·CE + λ_giou·gIoU + λ_l1·L1 + λ_obj·BCE (GROVE paper, section 4 and supp. C).
 
 Box losses follow DETR but only over (frame, phrase) pairs whose object is visible in that frame
 (the ground-truth temporal objectness); absent objects are supervised by the objectness BCE alone.

@@ -1,4 +1,4 @@
-"""Random grounded records and matching SPEC §3 predictions for metric tests."""
+"""Random grounded records and matching predictions (the format predict writes) for metric tests."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,5 @@
-"""Grounding metrics (SPEC §5) against pycocotools' COCOeval (AP50), plain-loop references written
-from the SPEC text (mIoU, recall) and hand-computed cases."""
+"""Grounding metrics against pycocotools' COCOeval (AP50), plain-loop references written
+from the metric definitions (mIoU, recall) and hand-computed cases."""
 from __future__ import annotations
 
 import contextlib
@@ -96,7 +96,7 @@ def iou_plain(a, b):
 
 
 def greedy_plain(gt_frame, pred_frame, accept):
-    """SPEC: repeatedly take the remaining (GT, pred) pair of highest IoU; stop at the first refusal.
+    """The definition: repeatedly take the remaining (GT, pred) pair of highest IoU; stop at the first refusal.
     Ties: first in (GT, prediction) order. Returns the accepted pairs' IoUs."""
     if pred_frame is None:
         return []

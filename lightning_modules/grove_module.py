@@ -12,7 +12,7 @@ from core.box_ops import cxcywh_to_xyxy, denormalize_boxes
 from lightning_modules.schedules import build_scheduler
 from metrics.teacher_forced import TeacherForcedGrounding
 from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
-from models.grove import PARAMETER_GROUPS, Grove
+from models.grove import Grove
 from models.inference import WINDOW_MODES
 from models.loss import GroveLoss
 
@@ -47,10 +47,6 @@ class GroveModule(L.LightningModule):
         train_rel_pos: also train the relative position tables of SAM's global-attention blocks
             (the released GROVE does).
         optimizer / lr_scheduler: set from the config (AdamW, warm-up + linear decay by default).
-        lr_multipliers: factor on the optimizer's learning rate per parameter group (names of
-            ``models.grove.PARAMETER_GROUPS``), e.g. ``{grounding_backbone: 0.1}`` (DETR trains
-            its backbone at a tenth of the rest); unnamed groups use 1. The schedule scales every
-            group alike, and each group is logged under its name by LearningRateMonitor.
     """
 
     def __init__(
@@ -81,14 +77,10 @@ class GroveModule(L.LightningModule):
         window_mode: str = "interleaved",
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
-        lr_multipliers: dict[str, float] | None = None,
     ):
         super().__init__()
         if window_mode not in WINDOW_MODES:
             raise ValueError(f"model.window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")
-        unknown = sorted(set(lr_multipliers or {}) - set(PARAMETER_GROUPS))
-        if unknown:
-            raise ValueError(f"model.lr_multipliers: unknown parameter groups {unknown}; choose from {PARAMETER_GROUPS}")
         self.save_hyperparameters(ignore=list(EVAL_SETTINGS))
         self.objectness_threshold = float(objectness_threshold)
         self.objectness_strict = bool(objectness_strict)
@@ -134,23 +126,9 @@ class GroveModule(L.LightningModule):
         """requires_grad per the config (frozen parts get no gradient and never change)."""
         self.trainable_counts = self.model.configure_trainable(self.trainable_groups())
 
-    def optimizer_param_groups(self) -> list[dict[str, Any]] | list[torch.nn.Parameter]:
-        """Trainable parameters; one named group per parameter group when lr_multipliers is set."""
-        multipliers = self.hparams.get("lr_multipliers") or {}
-        if not multipliers:
-            return [p for p in self.parameters() if p.requires_grad]
-        groups = []
-        for name, named in self.model.parameter_groups().items():
-            params = [p for _, p in named if p.requires_grad]
-            if params:
-                groups.append({"params": params, "name": name, "lr_multiplier": float(multipliers.get(name, 1.0))})
-        return groups
-
     def configure_optimizers(self):
         # None = the paper's AdamW (a function default would reach jsonargparse as a string)
-        optimizer = (self.optimizer_factory or _default_optimizer)(self.optimizer_param_groups())
-        for group in optimizer.param_groups:  # before the scheduler records its base rates
-            group["lr"] = group["lr"] * group.get("lr_multiplier", 1.0)
+        optimizer = (self.optimizer_factory or _default_optimizer)([p for p in self.parameters() if p.requires_grad])
         if self.lr_scheduler_factory is None:
             return optimizer
         # schedules that need the run length (WarmupLinearDecay) get it from the trainer

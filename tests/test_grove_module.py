@@ -43,29 +43,6 @@ def test_default_optimizer_is_the_papers_adamw(tiny_synthetic_root, tmp_path):
     assert group["lr"] == 5e-5 and tuple(group["betas"]) == (0.9, 0.95) and group["weight_decay"] == 0.0
 
 
-def test_lr_multipliers_scale_named_groups_under_the_schedule(tiny_synthetic_root, tmp_path):
-    cli = _module(tiny_synthetic_root, tmp_path, "--model.init_args.lr_scheduler=null",
-                  "--model.init_args.lr_multipliers={grounding_backbone: 0.1, box_decoder: 3}")
-    module = cli.model
-    base = module.optimizer_factory([torch.nn.Parameter(torch.zeros(1))]).param_groups[0]["lr"]
-    optimizer = module.configure_optimizers()
-    groups = {g["name"]: g for g in optimizer.param_groups}
-    trainable = {n for n, ps in module.model.parameter_groups().items() if any(p.requires_grad for _, p in ps)}
-    assert set(groups) == trainable  # one group per trainable parameter group, frozen ones left out
-    assert groups["grounding_backbone"]["lr"] == pytest.approx(0.1 * base)
-    assert groups["box_decoder"]["lr"] == pytest.approx(3 * base)
-    assert groups["heads"]["lr"] == pytest.approx(base)
-    covered = [p for g in optimizer.param_groups for p in g["params"]]
-    assert len(covered) == len({id(p) for p in covered}) == sum(p.requires_grad for p in module.parameters())
-    sched = WarmupLinearDecay(optimizer, warmup_steps=1, total_steps=3)  # the schedule scales every group alike
-    lrs = {g["name"]: g["lr"] for g in optimizer.param_groups}
-    assert lrs["grounding_backbone"] / lrs["heads"] == pytest.approx(0.1)
-    optimizer.step(), sched.step()
-    assert optimizer.param_groups[0]["lr"] == pytest.approx(sched.base_lrs[0])  # warm-up done: base rate
-    with pytest.raises(ValueError, match="lr_multipliers.*grounding_backbon"):
-        _module(tiny_synthetic_root, tmp_path, "--model.init_args.lr_multipliers={grounding_backbon: 0.1}")
-
-
 def test_teacher_forced_rates_are_computed_even_without_updates(tiny_synthetic_root, tmp_path):
     # compute syncs across ranks, so a rank whose clips were all skipped must still call it
     module = _module(tiny_synthetic_root, tmp_path).model

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from cli import cli_main
-from tests.conftest import ROOT, tiny_cli_args
+from tests.fixtures.paths import ROOT
+from tests.fixtures.tiny_cli import tiny_cli_args
 
 pytestmark = pytest.mark.slow
 

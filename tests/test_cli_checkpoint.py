@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from cli import GroveCLI  # noqa: E402
-from tests.conftest import ROOT  # noqa: E402
+from tests.fixtures.paths import ROOT  # noqa: E402
 
 DEMO = str(ROOT / "configs" / "demo.yaml")
 

@@ -13,8 +13,8 @@ from callbacks.task_evaluation import VidSTGEvaluation
 from cli import cli_main
 from datamodules.howtoground import LazyRecords
 from metrics.vidstg import main as evaluate_vidstg_file
-from tests.conftest import ROOT
-from tests.fixtures_public import write_anet_public, write_howtoground_public, write_vidstg_public
+from tests.fixtures.paths import ROOT
+from tests.fixtures.public_datasets import write_anet_public, write_howtoground_public, write_vidstg_public
 
 pytestmark = pytest.mark.slow
 CONFIGS = ROOT / "configs"

@@ -8,7 +8,7 @@ import pytest
 from cli import cli_main
 from datamodules.grounded_datamodule import GroundedVideoDataModule
 from datamodules.records import read_records
-from tests.conftest import ROOT
+from tests.fixtures.paths import ROOT
 
 DEMO = str(ROOT / "configs" / "demo.yaml")
 RANDOM_TOWERS = ["--model.init_args.global_encoder.checkpoint=null",

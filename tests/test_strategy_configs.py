@@ -9,7 +9,7 @@ import pytest
 
 import cli as cli_module
 from cli import cli_main
-from tests.conftest import ROOT
+from tests.fixtures.paths import ROOT
 
 STRATEGIES = ROOT / "configs" / "strategy"
 

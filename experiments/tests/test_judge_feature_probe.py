@@ -72,7 +72,7 @@ def test_feature_probe_token_labels_by_kind():
 @pytest.mark.parametrize("verifier", ["scratch", "judge"])
 def test_feature_probe_runs_on_the_judge_config(tiny_synthetic_root, tmp_path, verifier):
     from experiments.judge_feature_probe import main
-    from tests.conftest import ROOT
+    from tests.fixtures.paths import ROOT
 
     overrides = ["--data.init_args.synthetic={num_train: 6, num_val: 2, num_test: 2, duration_s: 2.0, workers: 1}",
                  f"--data.init_args.synthetic_root={tiny_synthetic_root}", "--data.init_args.num_workers=0",

@@ -2,7 +2,7 @@
 import torch
 
 from experiments.video_shuffle_control import main, shuffle_control
-from tests.conftest import tiny_cli_args
+from tests.fixtures.tiny_cli import tiny_cli_args
 
 
 def _args(root, tmp_path):

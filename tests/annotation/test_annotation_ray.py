@@ -11,7 +11,7 @@ from annotation.config import load_config  # noqa: E402
 from annotation.run import run_annotation  # noqa: E402
 from datamodules.records import read_records  # noqa: E402
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "annotation"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "annotation"
 FILES = [str(CONFIGS / "synthetic.yaml")]  # the noisy Stage 1: equal outputs need the same seeded noise
 
 

@@ -12,7 +12,7 @@ from metrics.anet_entities import (
     ANetEntitiesMetric, anet_overlap, evaluate_anet_entities, evaluate_gt_grounding, load_reference, main,
     reference_from_records, spacy_lemmatizer, submission_from_predictions, tagged_word_indices,
 )
-from tests.fixtures_public import ANET_FPS, anet_segments, write_anet_public
+from tests.fixtures.public_datasets import ANET_FPS, anet_segments, write_anet_public
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
 from lightning_modules.memory_model import (ParameterSummary, Workload, activation_values, build_meta_module,
                                             read_config)
-from tests.conftest import ROOT
+from tests.fixtures.paths import ROOT
 
 OFFICIAL = ROOT / "configs" / "official" / "grove.yaml"
 KEYS_REAL = ROOT / "tests" / "fixtures" / "official_grove" / "keys_real.json"

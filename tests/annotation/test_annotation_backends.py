@@ -18,7 +18,7 @@ from annotation.clips import ClipSpec
 from annotation.decoding import DecodedClip
 from annotation.prompts import STAGE2_SYSTEM, stage2_messages
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
             "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 NO_SYSTEM_TEMPLATE = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('no system role') }}"

@@ -22,9 +22,9 @@ from models.grove import Grove
 from models.inference import official_windows
 from models.official_checkpoint import check_official, convert_official, read_official
 from models.prompting import OFFICIAL_ADDED_TOKENS, OFFICIAL_VIDEO_INDEX, format_target
-from tests.official_grove_fixtures import official_state_dict, save_official
+from tests.fixtures.official_grove_state import official_state_dict, save_official
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = [ROOT / "configs" / "official" / "tiny.yaml"]
 REAL = [ROOT / "configs" / "official" / "grove.yaml"]
 CONVERTER = ROOT / "scripts" / "convert_official_grove.py"

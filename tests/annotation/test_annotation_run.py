@@ -13,7 +13,7 @@ from annotation.config import ConfigError, load_config
 from annotation.run import run_annotation
 from datamodules.records import read_records
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs" / "annotation"
 ORACLE = [str(CONFIGS / "synthetic.yaml"), str(CONFIGS / "synthetic_oracle.yaml")]
 

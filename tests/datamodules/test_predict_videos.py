@@ -10,7 +10,7 @@ from datamodules.sampling import centre_frames
 from datamodules.video import PyAVVideoSource, write_video
 from datamodules.video_folder import (VideoFolderDataset, VideoInfo, clip_records, list_videos, plan_clips,
                                       video_ids)
-from tests.conftest import tiny_cli_args
+from tests.fixtures.tiny_cli import tiny_cli_args
 
 
 def _touch(path: Path) -> Path:

@@ -8,7 +8,7 @@ import pytest
 from datamodules.records import RecordError, write_records_json, write_records_pickle, write_records_pickle_folder
 from datamodules.safe_pickle import CorruptPickleError, safe_load
 from metrics.evaluate import distinct_share, evaluate_files, filter_by_objectness, format_table, main
-from tests.metric_fixtures import random_dataset
+from tests.fixtures.metric_records import random_dataset
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)
 

@@ -6,7 +6,7 @@ import torch
 
 from cli import cli_main
 from lightning_modules.schedules import WarmupLinearDecay
-from tests.conftest import tiny_cli_args
+from tests.fixtures.tiny_cli import tiny_cli_args
 
 
 def _module(root, tmp_path, *extra):

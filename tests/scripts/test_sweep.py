@@ -14,7 +14,8 @@ from metrics.evaluate import evaluate_predictions
 from metrics.text_encoder import ExactMatchEncoder
 from scripts import threshold_sweep as ts
 from scripts.sweep import PRESETS, SweepPoint, expand_grid, main as sweep_main, parse_points, tabulate
-from tests.conftest import ROOT, tiny_cli_args
+from tests.fixtures.paths import ROOT
+from tests.fixtures.tiny_cli import tiny_cli_args
 
 NO_ADAPTERS = str(ROOT / "configs" / "ablations" / "no_adapters.yaml")
 

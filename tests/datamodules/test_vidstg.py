@@ -9,7 +9,7 @@ from datamodules.records import GroundedRecord, RecordError
 from datamodules.vidstg import VidSTGDataModule, read_vidstg
 from metrics.vidstg import (VidSTGMetric, VidSTGSentence, evaluate_vidstg, evaluate_vidstg_sentences, main,
                             sentence_vious, tubedetr_frame_grid)
-from tests.fixtures_public import VIDSTG_TUBE, _vidor_box, write_vidstg_public
+from tests.fixtures.public_datasets import VIDSTG_TUBE, _vidor_box, write_vidstg_public
 
 
 @pytest.fixture(scope="module")

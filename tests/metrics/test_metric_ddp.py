@@ -8,7 +8,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from metrics.grounded_caption_metric import GroundedCaptionMetrics
-from tests.metric_fixtures import random_dataset
+from tests.fixtures.metric_records import random_dataset
 
 
 def _metric(records):

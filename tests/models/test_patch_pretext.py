@@ -129,7 +129,7 @@ def test_head_loss_and_accuracy():
 def test_pretrain_towers_writes_checkpoints_the_real_loaders_read(tiny_synthetic_root, tmp_path):
     from scripts.pretrain_towers import main
     from cli import cli_main
-    from tests.conftest import tiny_cli_args
+    from tests.fixtures.tiny_cli import tiny_cli_args
 
     out = tmp_path / "towers"
     overrides = tiny_cli_args(tiny_synthetic_root, tmp_path)[2:]  # without --config
@@ -157,7 +157,7 @@ def test_pretrain_towers_writes_checkpoints_the_real_loaders_read(tiny_synthetic
 
 def test_null_checkpoint_override_means_no_file(tmp_path):
     from cli import cli_main
-    from tests.conftest import ROOT
+    from tests.fixtures.paths import ROOT
 
     cli = cli_main(["--config", str(ROOT / "configs" / "demo.yaml"),
                     "--model.init_args.global_encoder.checkpoint=null",
@@ -171,7 +171,7 @@ def test_null_checkpoint_override_means_no_file(tmp_path):
 def test_pretrain_judge_vision_writes_a_tower_the_judge_loads(tiny_synthetic_root, tmp_path):
     from cli import cli_main
     from scripts.pretrain_judge_vision import main
-    from tests.conftest import ROOT
+    from tests.fixtures.paths import ROOT
 
     out = tmp_path / "judge_towers"
     overrides = ["--data.init_args.synthetic={num_train: 6, num_val: 2, num_test: 2, duration_s: 2.0, workers: 1}",

@@ -13,7 +13,7 @@ from datamodules.howtoground import (
 )
 from datamodules.records import RecordError, read_records
 from metrics.evaluate import evaluate_files
-from tests.fixtures_public import (
+from tests.fixtures.public_datasets import (
     MISSING_VIDEO_KEY, TRICKY_PHRASE, howtoground_records, write_howtoground_public,
 )
 

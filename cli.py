@@ -103,8 +103,8 @@ def missing_paths(config, subcommand: str | None = None) -> list[str]:
         problems.append(f"data.videos: {videos!r} matches no file, folder or glob pattern "
                         "(README section 'Predict on videos')")
     trainer = config.get("trainer") or {}
-    callbacks = trainer.get("callbacks") if hasattr(trainer, "get") else None
-    for callback in callbacks or []:
+    callback_configs = trainer.get("callbacks") if hasattr(trainer, "get") else None
+    for callback in callback_configs or []:
         args = _as_dict(_as_dict(callback).get("init_args"))
         value = args.get("checkpoint_path")
         if isinstance(value, str) and not Path(value).exists():
@@ -122,7 +122,8 @@ def read_checkpoint_hparams(path: str | Path) -> dict:
     a clear error when ``path`` is not a Lightning checkpoint."""
     path = Path(path)
     if path.is_dir():
-        raise ValueError(f"--ckpt_path {path}: a folder, not a checkpoint file (pick a .ckpt inside it, e.g. last.ckpt)")
+        raise ValueError(f"--ckpt_path {path}: a folder, not a checkpoint file "
+                         "(pick a .ckpt inside it, e.g. last.ckpt)")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError as err:
@@ -130,7 +131,8 @@ def read_checkpoint_hparams(path: str | Path) -> dict:
                          f"here ({str(err).splitlines()[0]})") from err
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as err:
         raise ValueError(f"--ckpt_path {path}: not a checkpoint torch can read ({type(err).__name__}: {err}); "
-                         "give a .ckpt file written by `python cli.py fit` (runs/<name>/version_<n>/checkpoints/)") from err
+                         "give a .ckpt file written by `python cli.py fit` "
+                         "(runs/<name>/version_<n>/checkpoints/)") from err
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
         found = sorted(ckpt)[:5] if isinstance(ckpt, dict) else type(ckpt).__name__
         raise ValueError(f"--ckpt_path {path}: not a Lightning checkpoint (no 'state_dict' entry; found {found}). "

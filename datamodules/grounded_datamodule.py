@@ -1,13 +1,14 @@
 """LightningDataModules for grounded clips: any annotation files + a video root, or the synthetic set."""
 from __future__ import annotations
 
+from core.paths import DATA_DIR
+
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 from torch.utils.data import DataLoader
 
-from core.paths import DATA_DIR
 from datamodules.epoch_sampler import EpochDataLoader, EpochIndexSampler
 from datamodules.grounded_dataset import ON_ERROR, GroundedClipDataset, GroundedCollate
 from datamodules.records import read_records

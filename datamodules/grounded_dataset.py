@@ -12,6 +12,8 @@ by the next clip, in evaluation it is dropped, and either way the batch carries 
 """
 from __future__ import annotations
 
+from core.box_ops import normalize_boxes, xyxy_to_cxcywh
+
 import logging
 import random
 import zlib
@@ -23,7 +25,6 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from core.box_ops import normalize_boxes, xyxy_to_cxcywh
 from datamodules.records import GroundedRecord, RecordError, tagged_phrases
 from datamodules.sampling import centre_frames, sample_rng, sample_segment_frames
 from datamodules.transforms import preprocess_global, preprocess_grounding

@@ -652,7 +652,9 @@ def finished_config(root: str | Path) -> dict[str, Any] | None:
         manifest = json.loads(manifest_path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    if not isinstance(manifest, dict) or not manifest.get("complete") or manifest.get("generator_version") != GENERATOR_VERSION:
+    if not isinstance(manifest, dict) or not manifest.get("complete"):
+        return None
+    if manifest.get("generator_version") != GENERATOR_VERSION:
         return None
     return manifest.get("config") if isinstance(manifest.get("config"), dict) else None
 

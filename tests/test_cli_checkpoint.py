@@ -2,9 +2,9 @@
 file that is not a checkpoint is a clear error."""
 from __future__ import annotations
 
-import warnings
-
 import core  # noqa: F401
+
+import warnings
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -57,8 +57,9 @@ def test_the_command_line_wins_and_the_checkpoint_fills_the_rest(tmp_path):
 
 def test_a_checkpoint_of_another_model_class_names_both(tmp_path):
     ckpt = _checkpoint(tmp_path / "judge.ckpt", class_path="lightning_modules.judge_module.JudgeModule", seed=0)
-    with pytest.raises(ValueError, match=r"judge\.ckpt is a checkpoint of lightning_modules\.judge_module\.JudgeModule, "
-                                         r"but the config's model is lightning_modules\.GroveModule"):
+    expected = (r"judge\.ckpt is a checkpoint of lightning_modules\.judge_module\.JudgeModule, "
+                r"but the config's model is lightning_modules\.GroveModule")
+    with pytest.raises(ValueError, match=expected):
         _final_config("test", "--config", DEMO, f"--ckpt_path={ckpt}")
 
 

@@ -9,8 +9,18 @@ import pytest
 from datamodules import synthetic
 from datamodules.records import GroundedRecord, read_records, tagged_phrases
 from datamodules.synthetic import (
-    ACTIONS, COLOURS, SHAPES, SyntheticConfig, annotate_scene, clip_rng, generate_clip, generate_synthetic_dataset,
-    render_frames, sample_scene, draw_shape, summarize_dataset,
+    ACTIONS,
+    COLOURS,
+    SHAPES,
+    SyntheticConfig,
+    annotate_scene,
+    clip_rng,
+    draw_shape,
+    generate_clip,
+    generate_synthetic_dataset,
+    render_frames,
+    sample_scene,
+    summarize_dataset,
 )
 from datamodules.video import open_video
 

@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup demo test test-fast bench clean-data
+.PHONY: setup demo test test-fast lint bench clean-data
 
 setup:
 	bash scripts/setup.sh
@@ -16,6 +16,9 @@ test: setup
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"
+
+lint: setup
+	$(VENV)/bin/ruff check .
 
 bench: setup
 	for f in bench/bench_*.py; do $(PY) $$f || exit 1; done

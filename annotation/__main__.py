@@ -5,14 +5,14 @@ score  score an output against ground truth with the project's evaluator
 """
 from __future__ import annotations
 
+import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
+
 import argparse
 import json
 import logging
 import sys
 from pathlib import Path
 from typing import Sequence
-
-import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
 
 
 def _run(args) -> dict:
@@ -39,7 +39,8 @@ def _score(args) -> dict:
                           tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture)
     print(format_table(report))
     cov = report["coverage"]
-    print(f"accepted clips: {cov['accepted']} of {cov['truth_clips']} ({cov['accepted_share']:.1%}); scored: {cov['scored_clips']}")
+    print(f"accepted clips: {cov['accepted']} of {cov['truth_clips']} ({cov['accepted_share']:.1%}); "
+          f"scored: {cov['scored_clips']}")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=2))

@@ -73,7 +73,8 @@ class RuleCaptionAggregator:
         if input not in ("svo", "captions"):
             raise ValueError(f"stage2.input must be 'svo' or 'captions', got {input!r}")
         self.input = input
-        self.min_share, self.max_subjects, self.merge_overlap = float(min_share), int(max_subjects), float(merge_overlap)
+        self.min_share, self.max_subjects = float(min_share), int(max_subjects)
+        self.merge_overlap = float(merge_overlap)
         self._parser = parser if parser is not None or input == "captions" else SVOParser()
 
     @property

@@ -35,7 +35,8 @@ def ask_with_retries(backend: ChatBackend, conversations: Sequence[list[dict]], 
             break
         answers = backend.complete([conversations[i] for i in pending], attempt=attempt)
         if len(answers) != len(pending):
-            raise ChatBackendError(f"{type(backend).__name__} returned {len(answers)} answers for {len(pending)} prompts")
+            raise ChatBackendError(
+                f"{type(backend).__name__} returned {len(answers)} answers for {len(pending)} prompts")
         still = []
         for i, answer in zip(pending, answers):
             try:

@@ -31,7 +31,8 @@ class OpenAIChat:
         self.endpoint = str(url).rstrip("/") + "/chat/completions"
         self.model, self.max_tokens = model, int(max_tokens)
         self.temperature, self.retry_temperature = float(temperature), float(retry_temperature)
-        self.timeout_s, self.concurrency, self.http_retries = float(timeout_s), max(1, int(concurrency)), int(http_retries)
+        self.timeout_s, self.concurrency = float(timeout_s), max(1, int(concurrency))
+        self.http_retries = int(http_retries)
         self.api_key_env, self.seed = api_key_env, seed
 
     def _post(self, body: dict) -> str:

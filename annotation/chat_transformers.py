@@ -7,13 +7,13 @@ with left padding. The first attempt decodes greedily (reproducible); retries sa
 """
 from __future__ import annotations
 
+import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
+
 import os
 from pathlib import Path
 from typing import Sequence
 
 import torch
-
-import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
 
 
 def _merge_system(conversation: list[dict]) -> list[dict]:

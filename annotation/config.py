@@ -134,7 +134,8 @@ def load_config(paths: Sequence[str | Path], overrides: dict | None = None) -> d
         for section in ("stage1", "stage2", "stage3", "llm"):
             # a file that switches a stage's backend starts that stage's options afresh
             if isinstance(data.get(section), dict) and "backend" in data[section]:
-                if not isinstance(config.get(section), dict) or config[section].get("backend") != data[section]["backend"]:
+                if (not isinstance(config.get(section), dict)
+                        or config[section].get("backend") != data[section]["backend"]):
                     config[section] = {}
         config = _merge(config, data)
     if overrides:

@@ -9,13 +9,13 @@ grounded captioner (GLaMM) gives. Both models load once per worker; frames go th
 """
 from __future__ import annotations
 
+import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
+
 import os
 from pathlib import Path
 
 import numpy as np
 import torch
-
-import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
 
 from annotation.decoding import DecodedClip
 from annotation.frame_annotations import FrameAnnotation
@@ -79,7 +79,8 @@ class CaptionerDetectorFrameAnnotator:
         return out
 
     @torch.inference_mode()
-    def detect(self, images: list[np.ndarray], queries: list[list[str]]) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
+    def detect(self, images: list[np.ndarray],
+               queries: list[list[str]]) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
         """Per image ``(phrases, boxes (n, 4) pixel xyxy, scores (n,))`` of the detections above threshold."""
         results: list = [([], np.zeros((0, 4), np.float32), np.zeros(0, np.float32)) for _ in images]
         todo = [i for i, q in enumerate(queries) if q]

@@ -19,7 +19,8 @@ class LocalEngine:
         self.config, self.videos, self.truth, self.progress = config, videos, truth, progress
 
     def process(self, specs: list[ClipSpec]) -> Iterator[tuple[list, dict[str, float], int]]:
-        """Yield per batch ``(results, stage seconds, clips, readable clips)``; results are records, rejections or skips."""
+        """Yield per batch ``(results, stage seconds, clips, readable clips)``; results are records,
+        rejections or skips."""
         from tqdm import tqdm
 
         frames_worker = FrameWorker(self.config, self.videos, self.truth)

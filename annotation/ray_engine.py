@@ -43,6 +43,7 @@ class FrameActor:
 
     def __init__(self, config: dict, videos: str, truth: str | None):
         import core  # noqa: F401  (torchvision shim in the worker process)
+
         from annotation.pipeline import FrameWorker
 
         self.worker = FrameWorker(config, videos, truth)
@@ -70,6 +71,7 @@ class TextActor:
 
     def __init__(self, config: dict):
         import core  # noqa: F401
+
         from annotation.pipeline import TextWorker
 
         self.worker = TextWorker(config)
@@ -134,8 +136,8 @@ class RayEngine:
         return ray
 
     def process(self, specs: list[ClipSpec]) -> Iterator[tuple[list, dict[str, float], int, int]]:
-        ray = self._init_ray()
-        import ray.data
+        self._init_ray()
+        import ray.data  # binds ``ray`` to the module _init_ray initialised
 
         options = self.config["engine"]["ray"]
         batch_size = int(self.config["engine"]["batch_size"])

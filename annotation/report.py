@@ -54,7 +54,8 @@ class RunReport:
         if text:
             s = sum(self.seconds[x] for x in text)
             n = self.clips[text[0]]
-            stages["stages_2_3"] = {"seconds": round(s, 3), "clips": n, "clips_per_s": round(n / s, 2) if s > 0 else None}
+            stages["stages_2_3"] = {"seconds": round(s, 3), "clips": n,
+                                    "clips_per_s": round(n / s, 2) if s > 0 else None}
         return {
             "engine": self.engine, "config": self.config_files,
             "clips": {"planned": self.planned, "already_done": self.already_done, "seen": seen,

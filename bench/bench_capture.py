@@ -8,14 +8,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import core  # noqa: E402,F401
+import core  # noqa: F401
 
 SUBJECTS = ["man", "woman", "boy", "girl", "dog", "cat", "chef", "player", "child", "horse"]
 OBJECTS = ["chair", "table", "ball", "bicycle", "sofa", "window", "car", "bench", "tree", "cup", "knife", "board"]

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from datamodules.records import annotation_grid  # noqa: E402
-from datamodules.sampling import centre_frames  # noqa: E402
-from datamodules.synthetic import SyntheticConfig, clip_rng, generate_clip  # noqa: E402
-from datamodules.video import PyAVVideoSource, write_video  # noqa: E402
+from datamodules.records import annotation_grid
+from datamodules.sampling import centre_frames
+from datamodules.synthetic import SyntheticConfig, clip_rng, generate_clip
+from datamodules.video import PyAVVideoSource, write_video
 
 FPS, NUM_FRAMES = 25, 200
 

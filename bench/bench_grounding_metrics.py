@@ -10,17 +10,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from metrics.grounding import FrameBoxes, evaluate_grounding  # noqa: E402
-from metrics.text_encoder import ExactMatchEncoder, default_text_encoder  # noqa: E402
+from metrics.grounding import FrameBoxes, evaluate_grounding
+from metrics.text_encoder import ExactMatchEncoder, default_text_encoder
 
 ADJECTIVES = ["red", "small", "wooden", "metal", "white", "black", "large", "green", "plastic", "sharp",
               "blue", "round", "old", "clean", "glass", "hot", "yellow", "empty", "full", "silver"]
@@ -49,7 +45,8 @@ def synthetic(clips: int, frames: int, seed: int = 0):
             labels = [p for p, k in zip(phrases, present) if k]
             g_frames.append(FrameBoxes(start + 6 * f, boxes, labels))
             hit = present & (rng.random(3) < 0.85)
-            pb = np.concatenate([centre - size / 2, centre + size / 2], axis=1)[hit] + rng.normal(0, 12, size=(hit.sum(), 4))
+            pb = (np.concatenate([centre - size / 2, centre + size / 2], axis=1)[hit]
+                  + rng.normal(0, 12, size=(hit.sum(), 4)))
             pb[:, 2:] = np.maximum(pb[:, 2:], pb[:, :2] + 1)
             pl = [p for p, k in zip(renamed, hit) if k]
             n_fp = int(rng.random() < 0.3)
@@ -118,7 +115,8 @@ def main() -> None:
     timings = {}
     for name, kwargs in [("AP50 only", dict(metrics=("AP50",))),
                          ("mIoU only", dict(metrics=("mIoU",))),
-                         ("recall only, exact-match encoder", dict(metrics=("recall",), text_encoder=ExactMatchEncoder())),
+                         ("recall only, exact-match encoder",
+                          dict(metrics=("recall",), text_encoder=ExactMatchEncoder())),
                          ("recall only, MiniLM", dict(metrics=("recall",), text_encoder=encoder)),
                          ("ALL (AP50+mIoU+recall, both levels, MiniLM)", dict(text_encoder=encoder))]:
         t = time.perf_counter()

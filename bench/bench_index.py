@@ -18,14 +18,11 @@ import os
 import pickle
 import resource
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 FRAMES, PHRASES = 40, ("a person", "a knife", "a (red) bowl")
 
@@ -65,7 +62,8 @@ def write_records(folder: Path, n: int) -> float:
     folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     for i in range(n):
-        rec = dict(templates[i % 64], video_id=f"vid{i // 4:07d}", clip_id=str(i % 4), video_fname=f"vid{i // 4:07d}.mp4")
+        rec = dict(templates[i % 64], video_id=f"vid{i // 4:07d}", clip_id=str(i % 4),
+                   video_fname=f"vid{i // 4:07d}.mp4")
         with open(folder / f"{rec['video_id']}_{rec['clip_id']}.pkl", "wb") as f:
             pickle.dump(rec, f, protocol=pickle.HIGHEST_PROTOCOL)
     return time.perf_counter() - start
@@ -79,6 +77,7 @@ def _in_child(fn, *args):
 
 def child_baseline() -> dict:
     import core  # noqa: F401
+
     from datamodules.howtoground import LazyRecords  # noqa: F401
 
     return {"peak_mib": peak_rss_mib(), "rss_mib": current_rss_mib()}
@@ -86,6 +85,7 @@ def child_baseline() -> dict:
 
 def child_build(source: str, index_dir: str) -> dict:
     import core  # noqa: F401
+
     from datamodules.howtoground import build_index
 
     start = time.perf_counter()
@@ -96,6 +96,7 @@ def child_build(source: str, index_dir: str) -> dict:
 def child_open_and_load(index_dir: str, samples: int) -> dict:
     """What a DataLoader worker pays: open the index, touch every key, load random records."""
     import core  # noqa: F401
+
     from datamodules.howtoground import LazyRecords
 
     before = current_rss_mib()
@@ -120,6 +121,7 @@ def child_open_and_load(index_dir: str, samples: int) -> dict:
 
 def child_eager(source: str) -> dict:
     import core  # noqa: F401
+
     from datamodules.records import read_records
 
     before = current_rss_mib()
@@ -179,7 +181,8 @@ def main() -> None:
                   f"p95 {np.percentile(ms, 95):.2f} ms")
             eager = _in_child(child_eager, str(subset))
             scale = args.records / n
-            print(f"\neager read_records of {n} per-key files: {eager['seconds']:.1f} s, +{eager['rss_mib']:.0f} MiB RSS "
+            print(f"\neager read_records of {n} per-key files: {eager['seconds']:.1f} s, "
+                  f"+{eager['rss_mib']:.0f} MiB RSS "
                   f"per process (x{scale:.0f} for {args.records}: ~{eager['seconds'] * scale:.0f} s, "
                   f"~{eager['rss_mib'] * scale / 1024:.1f} GiB per DataLoader worker)")
     finally:

@@ -9,24 +9,22 @@ generation of up to the config's ``max_new_tokens``, parsing, writing), after on
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import argparse
 import json
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+import torch
+
+from datamodules.synthetic import generate_synthetic_dataset
+from lightning_modules.judge_loading import load_judge
+from lightning_modules.judge_scoring import score_pairs
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402,F401
-
-import torch  # noqa: E402
-
-from datamodules.synthetic import generate_synthetic_dataset  # noqa: E402
-from lightning_modules.judge_loading import load_judge  # noqa: E402
-from lightning_modules.judge_scoring import score_pairs  # noqa: E402
 
 
 def main(argv=None) -> dict:
@@ -52,10 +50,12 @@ def main(argv=None) -> dict:
         start = time.perf_counter()
         scored, summary = score_pairs(loaded.judge, rows[args.batch_size:], None, **settings)
         seconds = time.perf_counter() - start
-    result = {"weights": args.ckpt_path or "random", "pairs": args.pairs, "seconds": round(seconds, 2), "pairs_per_second": round(args.pairs / seconds, 3),
+    result = {"weights": args.ckpt_path or "random", "pairs": args.pairs, "seconds": round(seconds, 2),
+              "pairs_per_second": round(args.pairs / seconds, 3),
               "batch_size": args.batch_size, "threads": args.threads, "num_frames": loaded.num_frames,
               "max_new_tokens": loaded.max_new_tokens,
-              "parsed_share": round(summary["scored"] / len(scored), 3), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+              "parsed_share": round(summary["scored"] / len(scored), 3),
+              "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
     print(json.dumps(result))
     return result
 

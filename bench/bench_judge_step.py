@@ -13,22 +13,20 @@ The config's data is generated when missing, as ``cli.py fit`` does.
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import argparse
 import resource
 import statistics
-import sys
 import time
 from pathlib import Path
 
+import torch
+
+from cli import cli_main
+from models.video_feature_cache import FrozenVideoFeatureCache
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402,F401
-
-import torch  # noqa: E402
-
-from cli import cli_main  # noqa: E402
-from models.video_feature_cache import FrozenVideoFeatureCache  # noqa: E402
 
 
 def main(argv=None) -> dict:
@@ -38,7 +36,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--adapter", default=None,
-                        help="also time the judge with this model.init_args.lora, e.g. '{r: 32, alpha: 32, dropout: 0.0}'")
+                        help="also time the judge with this model.init_args.lora, "
+                             "e.g. '{r: 32, alpha: 32, dropout: 0.0}'")
     parser.add_argument("overrides", nargs="*", help="CLI overrides of the config (after --)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

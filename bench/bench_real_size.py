@@ -16,22 +16,28 @@ the model was built.
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import argparse
 import resource
-import sys
 import time
 from pathlib import Path
 
+import psutil
+import torch
+
+from lightning_modules.memory_model import (
+    GIB,
+    ParameterSummary,
+    Workload,
+    activation_bytes,
+    activation_values,
+    build_meta_module,
+    estimate,
+    read_config,
+)
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402,F401
-
-import psutil  # noqa: E402
-import torch  # noqa: E402
-
-from lightning_modules.memory_model import (GIB, ParameterSummary, Workload, activation_bytes,  # noqa: E402
-                                            activation_values, build_meta_module, estimate, read_config)
 
 
 def rss() -> int:

@@ -11,14 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from datamodules.synthetic import SyntheticConfig, clip_rng, generate_clip, generate_synthetic_dataset  # noqa: E402
+from datamodules.synthetic import SyntheticConfig, clip_rng, generate_clip, generate_synthetic_dataset
 
 
 def cpu_seconds() -> float:
@@ -47,7 +44,7 @@ def main() -> None:
             wall, cpu = time.perf_counter(), cpu_seconds()
             generate_synthetic_dataset(root, num_train=args.clips, num_val=0, num_test=0, workers=workers,
                                        frame_size=args.frame_size, duration_s=args.duration_s)
-            rows.append((f"full dataset writer", workers, time.perf_counter() - wall, cpu_seconds() - cpu))
+            rows.append(("full dataset writer", workers, time.perf_counter() - wall, cpu_seconds() - cpu))
             size_kib = sum(p.stat().st_size for p in Path(root, "videos").iterdir()) / 1024 / args.clips
 
     print(f"{'stage':<36} {'workers':>7} {'wall s':>7} {'clips/s':>8} {'CPU ms/clip':>12} {'2400 clips':>11}")

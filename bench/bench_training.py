@@ -7,20 +7,18 @@ decoded batches (data loading included, as in training), then times full inferen
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import argparse
 import resource
-import sys
 import time
 from pathlib import Path
 
+import torch
+
+from cli import cli_main
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402,F401
-
-import torch  # noqa: E402
-
-from cli import cli_main  # noqa: E402
 
 
 def peak_rss_mb() -> float:
@@ -41,7 +39,8 @@ def main(argv=None) -> dict:
     towers = [ROOT / "data" / "demo_towers" / name for name in ("open_clip_vision.bin", "sam_image_encoder.pth")]
     if not all(path.exists() for path in towers):  # the speed is the same with random towers
         print("note: data/demo_towers/ not written yet (make demo); timing with random towers")
-        extra += ["--model.init_args.global_encoder.checkpoint=null", "--model.init_args.grounding_encoder.checkpoint=null"]
+        extra += ["--model.init_args.global_encoder.checkpoint=null",
+                  "--model.init_args.grounding_encoder.checkpoint=null"]
     cli = cli_main(["--config", str(ROOT / "configs" / "demo.yaml"), *extra], run=False)
     module, data = cli.model, cli.datamodule
     data.prepare_data()
@@ -64,7 +63,8 @@ def main(argv=None) -> dict:
     step_s = sum(times) / len(times)
     module.eval()
     latencies = []
-    test_loader = torch.utils.data.DataLoader(data.datasets["test"], batch_size=1, collate_fn=data.test_dataloader().collate_fn)
+    test_loader = torch.utils.data.DataLoader(data.datasets["test"], batch_size=1,
+                                              collate_fn=data.test_dataloader().collate_fn)
     for i, batch in enumerate(test_loader):
         if i >= args.clips:
             break
@@ -78,7 +78,8 @@ def main(argv=None) -> dict:
         "annotated_frames_per_clip": int(batch["frame_mask"].sum()),
     }
     print(f"tiny GROVE on CPU ({result['threads']} threads, batch {batch_size}, T=8):")
-    print(f"  training step (data loading included): {step_s * 1000:.0f} ms  -> {result['train_clips_per_s']:.1f} clips/s")
+    print(f"  training step (data loading included): {step_s * 1000:.0f} ms  "
+          f"-> {result['train_clips_per_s']:.1f} clips/s")
     print(f"  peak resident memory: {result['peak_rss_mb']:.0f} MB")
     print(f"  inference per clip (greedy caption + boxes on {result['annotated_frames_per_clip']} frames): "
           f"{result['inference_s_per_clip'] * 1000:.0f} ms")

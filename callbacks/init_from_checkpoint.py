@@ -9,12 +9,12 @@ checkpoint after ``setup``, so the resumed (fine-tuned) weights win. The weights
 """
 from __future__ import annotations
 
+from core.weights import load_state_dict_file
+
 import logging
 from pathlib import Path
 
 import lightning as L
-
-from core.weights import load_state_dict_file
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,8 @@ class InitFromCheckpoint(L.Callback):
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if stage != "fit" or self.loaded:
             return
-        state = load_state_dict_file(self.checkpoint_path, "trainer.callbacks[InitFromCheckpoint].init_args.checkpoint_path")
+        state = load_state_dict_file(self.checkpoint_path,
+                                     "trainer.callbacks[InitFromCheckpoint].init_args.checkpoint_path")
         if self.drop_prefixes:
             state = {k: v for k, v in state.items() if not k.startswith(self.drop_prefixes)}
         result = pl_module.load_state_dict(state, strict=self.strict)

@@ -9,15 +9,22 @@ set) so that epochs can be compared with TensorBoard's step slider.
 """
 from __future__ import annotations
 
+import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
-import lightning as L
 from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_warn
 from PIL import Image, ImageDraw
 
-from callbacks.annotated_video_writer import composite, default_sizes, load_font, phrase_colours, render_overlay, wrap_caption
+from callbacks.annotated_video_writer import (
+    composite,
+    default_sizes,
+    load_font,
+    phrase_colours,
+    render_overlay,
+    wrap_caption,
+)
 from datamodules.sampling import centre_frames
 from datamodules.video import open_video
 
@@ -149,7 +156,8 @@ class ValidationClipVisualizer(L.Callback):
         loggers = [lg for lg in trainer.loggers if isinstance(lg, TensorBoardLogger)]
         if not loggers:
             if not self._warned:
-                rank_zero_warn("ValidationClipVisualizer: no TensorBoardLogger configured; validation clips are not drawn")
+                rank_zero_warn("ValidationClipVisualizer: no TensorBoardLogger configured; "
+                               "validation clips are not drawn")
                 self._warned = True
             return
         dataset = self._dataset(trainer)

@@ -187,7 +187,8 @@ def read_torchscript_tensors(path: str | Path, key: str | None = None) -> dict[s
             except WeightFileError:
                 raise
             except Exception as err:  # noqa: BLE001
-                raise WeightFileError(f"{where}: unreadable TorchScript data.pkl ({type(err).__name__}: {err})") from err
+                raise WeightFileError(
+                    f"{where}: unreadable TorchScript data.pkl ({type(err).__name__}: {err})") from err
     out: dict[str, torch.Tensor] = {}
     _flatten(root, "", out)
     if not out:

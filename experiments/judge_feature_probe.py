@@ -20,11 +20,11 @@ from how many examples.
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import argparse
 import json
 import time
-
-import core  # noqa: F401
 
 import numpy as np
 import torch
@@ -240,7 +240,8 @@ def main(argv: list[str] | None = None) -> dict:
         if step % args.eval_every == 0 or step == args.steps:
             history.append({"step": step, "train_loss": round(loss.item(), 4), **evaluate(model, splits["val"])})
             print(json.dumps(history[-1]), flush=True)
-    return {"config": args.config, "vision": args.vision, "verifier": args.verifier, "clip": args.clip, "steps": args.steps,
+    return {"config": args.config, "vision": args.vision, "verifier": args.verifier, "clip": args.clip,
+            "steps": args.steps,
             "history": history}
 
 

@@ -4,15 +4,16 @@ versus with another clip's, on the validation (or test) split.
 A model that learnt only the caption prior scores the same either way (and tends to write one
 caption for every clip: see ``distinct_captions`` in the evaluation reports). Use it on any run:
 
-``python -m experiments.video_shuffle_control --config configs/demo.yaml --ckpt runs/demo/version_0/checkpoints/last.ckpt``
+``python -m experiments.video_shuffle_control --config configs/demo.yaml --ckpt CKPT``, with ``CKPT`` a
+checkpoint such as ``runs/demo/version_0/checkpoints/last.ckpt``.
 
 Extra arguments go to the CLI parser (e.g. ``--data.init_args.root=...``).
 """
 from __future__ import annotations
 
-import argparse
-
 import core  # noqa: F401
+
+import argparse
 
 import torch
 

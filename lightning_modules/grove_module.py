@@ -1,6 +1,8 @@
 """GroveModule: training and evaluation logic for GROVE. The architecture lives in models/."""
 from __future__ import annotations
 
+from core.box_ops import cxcywh_to_xyxy, denormalize_boxes
+
 import warnings
 from typing import Any
 
@@ -8,7 +10,6 @@ import lightning as L
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
-from core.box_ops import cxcywh_to_xyxy, denormalize_boxes
 from lightning_modules.schedules import build_scheduler
 from metrics.teacher_forced import TeacherForcedGrounding
 from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
@@ -30,7 +31,8 @@ class GroveModule(L.LightningModule):
 
     Args:
         global_encoder / grounding_encoder / language_model / decoder: architecture configs.
-        ce_weight / giou_weight / l1_weight / objectness_weight: loss weights (GROVE paper, supp. C; the released fine-tuning script uses CE 1).
+        ce_weight / giou_weight / l1_weight / objectness_weight: loss weights (GROVE paper, supp. C; the
+            released fine-tuning script uses CE 1).
         train_*: what trains. Paper defaults: adapters, VL, LQ, box decoder, heads, the LLM's
             input embeddings and output layer and the grounding positional embedding train; CLIP,
             SAM's encoder and the LLM blocks stay frozen. ``train_adapters=False`` is the "no
@@ -98,7 +100,8 @@ class GroveModule(L.LightningModule):
         # logged once per epoch as {stage}/box_hit_rate_tf[_1phrase|_2phrases|_3plus_phrases],
         # {stage}/box_other_object_rate_tf, {stage}/objectness_acc[_absent]
         # (objectness accuracy is the classifier's, at sigmoid >= 0.5, whatever objectness_threshold keeps)
-        self.teacher_forced_metrics = torch.nn.ModuleDict({stage: TeacherForcedGrounding() for stage in ("val", "test")})
+        self.teacher_forced_metrics = torch.nn.ModuleDict(
+            {stage: TeacherForcedGrounding() for stage in ("val", "test")})
 
     # ------------------------------------------------------------------ parameters
     def trainable_groups(self) -> list[str]:

@@ -16,8 +16,13 @@ from typing import Any, Sequence
 import torch
 
 from datamodules.judge_data import write_jsonl
-from datamodules.judge_pairs import (PairFrames, foil_pairs_from_corruptions, read_activitynet_foil, read_pairs,
-                                     read_refinement_inputs)
+from datamodules.judge_pairs import (
+    PairFrames,
+    foil_pairs_from_corruptions,
+    read_activitynet_foil,
+    read_pairs,
+    read_refinement_inputs,
+)
 from datamodules.judge_readers import read_judge_jsonl
 from lightning_modules.judge_loading import LoadedJudge, load_judge
 from lightning_modules.judge_refinement import VisionLanguageCaptioner, refine_captions
@@ -41,7 +46,8 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max_new_tokens", type=int, default=None, help="answer length (default: the config's)")
     group.add_argument("--batch_size", type=int, default=8)
     group.add_argument("--num_workers", type=int, default=0, help="video-decoding workers")
-    group.add_argument("--video_root", default=None, help="folder the videos are relative to (default: the config's, else .)")
+    group.add_argument("--video_root", default=None,
+                       help="folder the videos are relative to (default: the config's, else .)")
     group.add_argument("--threads", type=int, default=None,
                        help="torch CPU threads (default: torch's; 1 is fastest on a small shared CPU)")
     group.add_argument("--no_progress", action="store_true")
@@ -57,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     foil = commands.add_parser("foil", help="hallucination accuracy on FOIL pairs")
     _judge_options(foil)
     source = foil.add_mutually_exclusive_group(required=True)
-    source.add_argument("--activitynet_foil", help="ActivityNet-FOIL folder (final_right/final_foil_video_sentences.json)")
+    source.add_argument("--activitynet_foil",
+                        help="ActivityNet-FOIL folder (final_right/final_foil_video_sentences.json)")
     source.add_argument("--corruptions", help="judge JSONL of the corruption generator (one-substitution rows)")
     source.add_argument("--foil_pairs", help="JSONL with key, video, original, foil")
     foil.add_argument("--video_template", default="{video_id}.mp4", help="ActivityNet-FOIL video file name")

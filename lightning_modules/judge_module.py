@@ -19,7 +19,7 @@ import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning.pytorch.utilities import rank_zero_warn
 
-from lightning_modules.schedules import WarmupCosineDecay, build_scheduler  # noqa: F401  (configs name it here)
+from lightning_modules.schedules import WarmupCosineDecay, build_scheduler
 from metrics.correlation import JudgeCorrelation
 from models.judge import VCInspectorJudge, parse_judge_answer
 
@@ -167,11 +167,13 @@ class JudgeModule(L.LightningModule):
             if "error_accuracy" in losses:
                 self.log(f"{stage}/error_accuracy", losses["error_accuracy"], batch_size=bs, sync_dist=True)
         answers = [parse_judge_answer(text) for text in self.judge.generate(batch, self.max_new_tokens)]
-        predicted = torch.tensor([math.nan if a.score is None else float(a.score) for a in answers], dtype=torch.float64)
+        predicted = torch.tensor([math.nan if a.score is None else float(a.score) for a in answers],
+                                 dtype=torch.float64)
         self.correlations[f"{stage}_generated"].update(predicted, batch["scores"])
         self.correlations[f"{stage}_human"].update(predicted, batch["human_scores"])
         if stage == "test" and self.answers_file is not None:
-            for key, caption, target, answer in zip(batch["keys"], batch["captions"], batch["scores"].tolist(), answers):
+            rows = zip(batch["keys"], batch["captions"], batch["scores"].tolist(), answers)
+            for key, caption, target, answer in rows:
                 self._answers.append({"key": key, "caption": caption, "target": None if math.isnan(target) else target,
                                       "score": answer.score, "explanation": answer.explanation, "error": answer.error})
         return {"keys": batch["keys"], "answers": answers}

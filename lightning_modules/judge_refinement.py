@@ -45,7 +45,8 @@ class VisionLanguageCaptioner:
     def generate(self, frames: Sequence[np.ndarray], instructions: Sequence[str],
                  sampled_fps: Sequence[float | None]) -> list[str]:
         prompter = self.model.prompter
-        samples = [prompter.encode(f, "", sampled_fps=s, instruction=i) for f, i, s in zip(frames, instructions, sampled_fps)]
+        samples = [prompter.encode(f, "", sampled_fps=s, instruction=i)
+                   for f, i, s in zip(frames, instructions, sampled_fps)]
         texts = self.model.generate(prompter.collate(samples), max_new_tokens=self.max_new_tokens)
         return [" ".join(t.split()) for t in texts]
 

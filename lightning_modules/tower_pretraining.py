@@ -19,22 +19,26 @@ Adapters, VL, the LLM and the decoder are not part of this stage (they start as 
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
+import torch
+
+from models.patch_pretext import (
+    PatchBoxHead,
+    PatchWordHead,
+    build_word_vocabulary,
+    patch_box_targets,
+    patch_word_targets,
+    phrase_word_matrix,
+    pretext_optimizer,
+)
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402,F401
-
-import torch  # noqa: E402
-
-from models.patch_pretext import (PatchBoxHead, PatchWordHead, build_word_vocabulary,  # noqa: E402
-                                  patch_box_targets, patch_word_targets, phrase_word_matrix, pretext_optimizer)
-
 GLOBAL_FILE = "open_clip_vision.bin"
 GROUNDING_FILE = "sam_image_encoder.pth"
 
@@ -111,7 +115,8 @@ def pretrain(module, datamodule, steps: int, lr: float, box_weight: float = 0.3,
                 last, window = summary, {}
             if step >= steps:
                 break
-    return {"steps": steps, "lr": lr, "box_weight": box_weight, "vocabulary": vocabulary, "seconds": round(time.perf_counter() - start, 1),
+    return {"steps": steps, "lr": lr, "box_weight": box_weight, "vocabulary": vocabulary,
+            "seconds": round(time.perf_counter() - start, 1),
             "final": last}
 
 
@@ -135,7 +140,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="weight of the grounding tower's per-patch box regression (0: words only)")
     parser.add_argument("--out", default=str(ROOT / "data" / "demo_towers"))
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("overrides", nargs="*", help="extra CLI overrides for the config, e.g. --data.init_args.root=...")
+    parser.add_argument("overrides", nargs="*",
+                        help="extra CLI overrides for the config, e.g. --data.init_args.root=...")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     from cli import cli_main

@@ -33,6 +33,8 @@ a phrase's class is the lemma of its last word.
 """
 from __future__ import annotations
 
+from core.box_ops import box_iou_pairwise
+
 import argparse
 import json
 import sys
@@ -44,7 +46,6 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from core.box_ops import box_iou_pairwise
 from datamodules.records import PHRASE_TAG
 from metrics.prediction_set import PredictionSetMetric
 
@@ -238,8 +239,10 @@ def _f1(p: float, r: float) -> float:
     return 0.0 if p + r == 0 else 2.0 * p * r / (p + r)
 
 
-def evaluate_anet_entities(reference: Mapping[str, Mapping[str, Mapping]], submission: Mapping[str, Mapping[str, Mapping]],
-                           lemmatize: Lemmatizer | None = None, iou_threshold: float = IOU_THRESHOLD) -> dict[str, float]:
+def evaluate_anet_entities(reference: Mapping[str, Mapping[str, Mapping]],
+                           submission: Mapping[str, Mapping[str, Mapping]],
+                           lemmatize: Lemmatizer | None = None,
+                           iou_threshold: float = IOU_THRESHOLD) -> dict[str, float]:
     """``gen``-mode metrics: precision/recall/F1 for ``all`` and ``loc``, per class and per sentence."""
     lemmatize = lemmatize or spacy_lemmatizer()
     checks = _Checks()
@@ -327,7 +330,8 @@ def evaluate_anet_entities(reference: Mapping[str, Mapping[str, Mapping]], submi
     return out
 
 
-def evaluate_gt_grounding(reference: Mapping[str, Mapping[str, Mapping]], submission: Mapping[str, Mapping[str, Mapping]],
+def evaluate_gt_grounding(reference: Mapping[str, Mapping[str, Mapping]],
+                          submission: Mapping[str, Mapping[str, Mapping]],
                           iou_threshold: float = IOU_THRESHOLD) -> dict[str, float]:
     """``GT`` mode: localisation accuracy per class (averaged over classes) on the GT sentences."""
     checks = _Checks()
@@ -345,7 +349,8 @@ def evaluate_gt_grounding(reference: Mapping[str, Mapping[str, Mapping]], submis
                     continue
                 k = entry["idx_in_sent"].index(word)
                 sel = np.array([b for b, ix in enumerate(idx) if word in ix])
-                entries.append((cls, checks.add(vid, seg, k, word, _pred_boxes(vid, seg, entry, k), boxes[sel], frames[sel])))
+                entries.append((cls, checks.add(vid, seg, k, word, _pred_boxes(vid, seg, entry, k),
+                                                boxes[sel], frames[sel])))
     hits = checks.hits(iou_threshold)
     per_class: dict[str, list[float]] = defaultdict(list)
     for cls, cid in entries:
@@ -400,7 +405,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--split", nargs="+", default=["validation"], help="split(s) to evaluate")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--submission", help="an official submission file {'results': ...}")
-    source.add_argument("--pred", help="the project's predictions JSON (the format predict writes), keyed {video}_{segment}")
+    source.add_argument("--pred",
+                        help="the project's predictions JSON (the format predict writes), keyed {video}_{segment}")
     parser.add_argument("--eval-mode", default="gen", choices=("gen", "GT"))
     parser.add_argument("--iou-threshold", type=float, default=IOU_THRESHOLD)
     parser.add_argument("--spacy-model", default=SPACY_MODEL)

@@ -14,6 +14,8 @@ Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_vali
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import argparse
 import json
 import os
@@ -21,8 +23,6 @@ import pickle
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
-
-import core  # noqa: F401
 
 from datamodules.records import RecordError, read_records
 from metrics.grounding import evaluate_grounding, frames_from_prediction, frames_from_record
@@ -247,7 +247,8 @@ def format_table(report: Mapping[str, Any]) -> str:
                      + ", ".join(report["ignored_predictions"][:20]))
     judge = report.get("judge")
     if judge:
-        lines.append(f"VC-Inspector (reference-free, 1-5): {judge['vc_inspector']:.3f} over {judge['vc_inspector_clips']} "
+        lines.append(f"VC-Inspector (reference-free, 1-5): {judge['vc_inspector']:.3f} "
+                     f"over {judge['vc_inspector_clips']} "
                      f"captions ({judge['vc_inspector_unparsable']:.1%} unparsable, "
                      f"{judge['vc_inspector_video_errors']} unreadable videos)")
     return "\n".join(lines)

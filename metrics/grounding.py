@@ -21,6 +21,8 @@ Choices (documented because the public evaluator leaves them open or gets them w
 """
 from __future__ import annotations
 
+from core.box_ops import box_iou
+
 import itertools
 import math
 from dataclasses import dataclass
@@ -28,8 +30,6 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
-
-from core.box_ops import box_iou
 
 SCORE_SOURCES = ("constant", "objectness")
 LEVELS = ("video", "frame")
@@ -112,7 +112,8 @@ def frames_from_prediction(prediction: Mapping[str, Any], key: str = "?", source
     return out
 
 
-def predictions_from_dict(data: Mapping[str, Mapping[str, Any]], source: str = "<memory>") -> dict[str, list[FrameBoxes]]:
+def predictions_from_dict(data: Mapping[str, Mapping[str, Any]],
+                          source: str = "<memory>") -> dict[str, list[FrameBoxes]]:
     """The whole prediction file ``{clip key: prediction}`` -> ``{clip key: frames}``."""
     if not isinstance(data, Mapping):
         raise GroundingInputError(f"{source}: expected a dict of clip key -> prediction, got {type(data).__name__}")
@@ -383,7 +384,8 @@ def _miou_and_recall(gt, pred, image_video, levels, metrics, text_encoder, iou_t
         n_pairs, iou_sum = results["mIoU"]
         frame_miou = np.where(n_pairs > 0, iou_sum / np.maximum(n_pairs, 1), 0.0)[gt_frames]
         if "video" in levels:
-            per_video = np.bincount(frame_video, weights=frame_miou, minlength=n_videos)[has_gt] / frames_per_video[has_gt]
+            per_video = (np.bincount(frame_video, weights=frame_miou, minlength=n_videos)[has_gt]
+                         / frames_per_video[has_gt])
             out["mIoU"] = _nanmean(per_video)
         if "frame" in levels:
             out["mIoU_frame"] = _nanmean(frame_miou)

@@ -60,7 +60,8 @@ def plus_one_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     iw = np.maximum(0.0, np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]) + 1)
     ih = np.maximum(0.0, np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]) + 1)
     inter = iw * ih
-    union = (a[:, 2] - a[:, 0] + 1) * (a[:, 3] - a[:, 1] + 1) + (b[:, 2] - b[:, 0] + 1) * (b[:, 3] - b[:, 1] + 1) - inter
+    union = ((a[:, 2] - a[:, 0] + 1) * (a[:, 3] - a[:, 1] + 1)
+             + (b[:, 2] - b[:, 0] + 1) * (b[:, 3] - b[:, 1] + 1) - inter)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(union == 0, 0.0, inter / np.where(union == 0, 1.0, union))
 
@@ -208,7 +209,8 @@ def evaluate_official_iground(records: Mapping[str, Any], predictions: Mapping[s
                               text_encoder, caption_metrics: Sequence[str] = CAPTION_METRICS,
                               iou_threshold: float = IOU_THRESHOLD, text_threshold: float = TEXT_THRESHOLD,
                               source: str = "<memory>") -> dict[str, Any]:
-    """``eval_iground.py --evaluation_mode per_video`` on GT records (key -> record) and predictions (the JSON format predict writes).
+    """``eval_iground.py --evaluation_mode per_video`` on GT records (key -> record) and predictions (the
+    JSON format predict writes).
 
     Returns ``{"metrics": {AP50, mIoU, recall, caption metrics}, "scored_clips": [...],
     "unscored_clips": [...]}`` (GT clips without a prediction, which the script leaves out).

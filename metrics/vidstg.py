@@ -24,6 +24,8 @@ ties or without scores).
 """
 from __future__ import annotations
 
+from core.box_ops import box_iou_pairwise
+
 import argparse
 import json
 import sys
@@ -34,8 +36,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from core.box_ops import box_iou_pairwise
-from datamodules.vidstg_grid import MAX_FRAMES, SAMPLE_FPS, tubedetr_frame_grid  # noqa: F401 (public names)
+from datamodules.vidstg_grid import MAX_FRAMES, SAMPLE_FPS, tubedetr_frame_grid
 from metrics.grounding import frames_from_prediction
 from metrics.prediction_set import PredictionSetMetric
 
@@ -105,7 +106,8 @@ def sentence_scores(sentence: VidSTGSentence, predicted: Mapping[int, Sequence[f
             "gt_frames_missing": int((~has_gt).sum()), "pred_frames_missing": int((~has_pred).sum())}
 
 
-def evaluate_vidstg_sentences(sentences: Iterable[VidSTGSentence], predictions: Mapping[str, Mapping[int, Sequence[float]]],
+def evaluate_vidstg_sentences(sentences: Iterable[VidSTGSentence],
+                              predictions: Mapping[str, Mapping[int, Sequence[float]]],
                               spans: Mapping[str, Sequence[int]] | None = None,
                               thresholds: Sequence[float] = THRESHOLDS, sample_fps: float = SAMPLE_FPS,
                               max_frames: int = MAX_FRAMES) -> dict[str, float]:
@@ -128,7 +130,7 @@ def evaluate_vidstg_sentences(sentences: Iterable[VidSTGSentence], predictions: 
     out: dict[str, float] = {}
     for name, mask in [(t, types == t) for t in SENTENCE_TYPES] + [("all", np.ones(len(items), dtype=bool))]:
         count = int(mask.sum())
-        mean = (lambda x: float(x[mask].mean())) if count else (lambda x: float("nan"))  # noqa: E731
+        mean = (lambda x: float(x[mask].mean())) if count else (lambda x: float("nan"))
         out[f"{name}_m_vIoU"] = mean(viou)
         for t in thresholds:
             out[f"{name}_vIoU@{t}"] = mean((viou > t).astype(float))
@@ -234,7 +236,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--grid", default="tubedetr", choices=GRIDS,
                         help="'tubedetr' (default: TubeDETR's 5-fps grid over the used segment, boxes of every "
                              "tube frame read from the file) or 'record' (the project's annotation grid)")
-    parser.add_argument("--pred", required=True, help="predictions JSON (the format predict writes; optional 'span' per sentence)")
+    parser.add_argument("--pred", required=True,
+                        help="predictions JSON (the format predict writes; optional 'span' per sentence)")
     parser.add_argument("--out", default=None, help="write the report as JSON here")
     args = parser.parse_args(argv)
     from datamodules.vidstg import read_vidstg

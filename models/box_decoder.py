@@ -14,6 +14,7 @@ outputs are zeros). All pairs of the batch are decoded in one transformer call.
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility before segment_anything imports it)
+
 import torch
 from segment_anything.modeling import TwoWayTransformer
 from segment_anything.modeling.prompt_encoder import PositionEmbeddingRandom

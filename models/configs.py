@@ -6,7 +6,6 @@ SAM's two-way decoder); :func:`tiny_configs` gives a CPU-sized model built from 
 """
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -9,9 +9,10 @@ back through the frozen blocks that follow them.
 """
 from __future__ import annotations
 
+import core  # noqa: F401  (torchvision compatibility before open_clip imports it)
+
 import math
 
-import core  # noqa: F401  (torchvision compatibility before open_clip imports it)
 import open_clip
 import torch
 import torch.nn.functional as F

@@ -9,9 +9,10 @@ global-attention block; the blocks run here so the adapters can sit between them
 """
 from __future__ import annotations
 
+import core  # noqa: F401  (torchvision compatibility before segment_anything imports it)
+
 from functools import partial
 
-import core  # noqa: F401  (torchvision compatibility before segment_anything imports it)
 import torch
 import torch.nn.functional as F
 from segment_anything.modeling import ImageEncoderViT

@@ -19,8 +19,8 @@ from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderC
 from models.global_video_encoder import GlobalVideoEncoder
 from models.grounding_video_encoder import GroundingVideoEncoder
 from models.heads import BoxHead, QueryProjector, TemporalObjectnessHead
-from models.language_model import GroveLanguageModel
 from models.inference import batch_windows
+from models.language_model import GroveLanguageModel
 from models.prompting import GroundedCaptionPrompter, format_target
 
 # Parameter groups of configure_trainable, and the paper's default choice (supp. C).
@@ -289,4 +289,5 @@ def build_on_meta(global_encoder: GlobalEncoderConfig, grounding_encoder: Ground
         return Grove(*configs, tokenizer=tokenizer)
 
 
-__all__ = ["Grove", "GroveOutput", "GrovePrediction", "gather_det_hidden", "build_on_meta", "PARAMETER_GROUPS", "PAPER_TRAINABLE"]
+__all__ = ["Grove", "GroveOutput", "GrovePrediction", "gather_det_hidden", "build_on_meta", "PARAMETER_GROUPS",
+           "PAPER_TRAINABLE"]

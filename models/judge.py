@@ -20,8 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from models.judge_prompt import (IGNORE_INDEX, SPECIAL_TOKENS, JudgeAnswer, format_judge_answer,  # noqa: F401
-                                 parse_judge_answer)
+from models.judge_prompt import IGNORE_INDEX, SPECIAL_TOKENS, JudgeAnswer, format_judge_answer, parse_judge_answer  # noqa: F401
 from models.judge_prompter import JudgePrompter
 from models.judge_tokenizer import build_tiny_judge_tokenizer
 from models.video_feature_cache import FrozenVideoFeatureCache
@@ -96,7 +95,8 @@ def load_vision_weights(tower: nn.Module, path: str | Path) -> None:
         raw = torch.load(location, map_location="cpu", weights_only=True)
     prefix = next((p for p in VISION_PREFIXES if any(k.startswith(p) for k in raw)), None)
     if prefix is None:
-        raise ValueError(f"model.init_args.vision_checkpoint: {location} holds no {' or '.join(VISION_PREFIXES)}* weights")
+        raise ValueError(
+            f"model.init_args.vision_checkpoint: {location} holds no {' or '.join(VISION_PREFIXES)}* weights")
     state = {k[len(prefix):]: v for k, v in raw.items() if k.startswith(prefix)}
     try:
         tower.load_state_dict(state, strict=True)
@@ -219,7 +219,8 @@ class VCInspectorJudge(nn.Module):
         if unknown:
             raise ValueError(f"lora takes r, alpha, dropout; unknown key(s) {sorted(unknown)}")
         config = LoraConfig(
-            r=int(lora.get("r", 32)), lora_alpha=int(lora.get("alpha", 32)), lora_dropout=float(lora.get("dropout", 0.05)),
+            r=int(lora.get("r", 32)), lora_alpha=int(lora.get("alpha", 32)),
+            lora_dropout=float(lora.get("dropout", 0.05)),
             target_modules=rf".*language_model.*\.({'|'.join(LORA_TARGETS)})", bias="none",
         )
         return get_peft_model(base, config)
@@ -260,7 +261,8 @@ class VCInspectorJudge(nn.Module):
         """Mean cross-entropy over the answer tokens (labels are -100 elsewhere)."""
         return self.losses(batch, with_errors=False)["answer"]
 
-    def losses(self, batch: dict[str, Tensor], with_errors: bool = True, score_weight: float = 1.0) -> dict[str, Tensor]:
+    def losses(self, batch: dict[str, Tensor], with_errors: bool = True,
+               score_weight: float = 1.0) -> dict[str, Tensor]:
         """``answer``: the answer cross-entropy, with the first answer token (the score line) weighted
         ``score_weight`` against 1 for the others; with the error head and ``error_labels`` in the batch
         also ``error`` (mean binary cross-entropy over the labelled caption tokens) and

@@ -17,8 +17,15 @@ import numpy as np
 import torch
 
 from datamodules.transforms import CLIP_MEAN, CLIP_STD
-from models.patch_pretext import (MOTION_WORDS, PatchWordHead, build_word_vocabulary, patch_word_targets,
-                                  phrase_word_matrix, pretext_optimizer, slice_motion_words)
+from models.patch_pretext import (
+    MOTION_WORDS,
+    PatchWordHead,
+    build_word_vocabulary,
+    patch_word_targets,
+    phrase_word_matrix,
+    pretext_optimizer,
+    slice_motion_words,
+)
 
 VISION_FILE = "qwen_vision.bin"
 
@@ -51,7 +58,8 @@ def merged_token_targets(batch: dict, words: torch.Tensor, grid_thw: torch.Tenso
         raise ValueError(f"{num_frames} frames do not make {t} temporal patches of {temporal_patch}")
     # which objects cover each token, one target per object, over the token's frames: (B, t, h, w, P)
     each_object = torch.eye(slots).expand(b, slots, slots)
-    covering = patch_word_targets(boxes, batch["present"], each_object, (h // merge, w // merge), min_overlap=min_overlap)
+    covering = patch_word_targets(boxes, batch["present"], each_object, (h // merge, w // merge),
+                                  min_overlap=min_overlap)
     covering = covering.view(b, t, temporal_patch, h // merge, w // merge, slots).amax(dim=2)
     targets = torch.einsum("bthwp,bpv->bthwv", covering, words.to(covering.dtype))
     moves = slice_motion_words(boxes, batch["present"], temporal_patch)  # (B, t, P, M)

@@ -7,18 +7,18 @@ and the post-norm last-layer hidden states are returned for the [DET] queries.
 """
 from __future__ import annotations
 
+import core  # noqa: F401  (torchvision compatibility before transformers imports it)
+from core.paths import DATA_DIR
+
 import importlib.util
 
-import core  # noqa: F401  (torchvision compatibility before transformers imports it)
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-from core.paths import DATA_DIR
 from models.configs import LanguageModelConfig, require_path
-from models.prompting import (DET_TOKEN, IGNORE_INDEX, OFFICIAL_VIDEO_INDEX, VIDEO_TOKEN,
-                              add_grove_tokens)
+from models.prompting import DET_TOKEN, IGNORE_INDEX, OFFICIAL_VIDEO_INDEX, VIDEO_TOKEN, add_grove_tokens
 from models.tiny_tokenizer import VOCAB_SIZE as TINY_VOCAB_SIZE
 from models.tiny_tokenizer import build_tiny_tokenizer
 
@@ -34,7 +34,8 @@ def load_tokenizer(config: LanguageModelConfig):
     source = config.tokenizer_path or config.path
     if source is None:
         size = int(config.tiny_vocab_size)
-        folder = TINY_TOKENIZER_DIR if size == TINY_VOCAB_SIZE else TINY_TOKENIZER_DIR.with_name(f"tiny_tokenizer_{size}")
+        folder = (TINY_TOKENIZER_DIR if size == TINY_VOCAB_SIZE
+                  else TINY_TOKENIZER_DIR.with_name(f"tiny_tokenizer_{size}"))
         return build_tiny_tokenizer(folder, vocab_size=size)
     key = "model.language_model.tokenizer_path" if config.tokenizer_path else "model.language_model.path"
     return AutoTokenizer.from_pretrained(str(require_path(source, key)), use_fast=True)
@@ -43,7 +44,8 @@ def load_tokenizer(config: LanguageModelConfig):
 def build_causal_lm(config: LanguageModelConfig, tokenizer) -> nn.Module:
     """The pretrained LLM from ``path``, or a random LLaMA from ``llama_config``."""
     if config.torch_dtype not in _DTYPES:
-        raise ValueError(f"model.language_model.torch_dtype must be one of {sorted(_DTYPES)}, got {config.torch_dtype!r}")
+        raise ValueError(f"model.language_model.torch_dtype must be one of {sorted(_DTYPES)}, "
+                         f"got {config.torch_dtype!r}")
     dtype = _DTYPES[config.torch_dtype]
     if config.attn_implementation not in (None, *ATTN_IMPLEMENTATIONS):
         raise ValueError(f"model.language_model.attn_implementation must be one of {ATTN_IMPLEMENTATIONS} "
@@ -71,7 +73,8 @@ class GroveLanguageModel(nn.Module):
         super().__init__()
         self.config = config
         if config.query_token not in QUERY_TOKENS:
-            raise ValueError(f"model.language_model.query_token must be one of {QUERY_TOKENS}, got {config.query_token!r}")
+            raise ValueError(f"model.language_model.query_token must be one of {QUERY_TOKENS}, "
+                             f"got {config.query_token!r}")
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(config)
         add_grove_tokens(self.tokenizer, config.special_tokens)
         self.model = build_causal_lm(config, self.tokenizer)

@@ -14,10 +14,10 @@ With no present box (or no valid slot) the corresponding term is 0, never NaN.
 """
 from __future__ import annotations
 
+from core.box_ops import cxcywh_to_xyxy, generalized_box_iou_pairwise
+
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-from core.box_ops import cxcywh_to_xyxy, generalized_box_iou_pairwise
 
 
 class GroveLoss(nn.Module):

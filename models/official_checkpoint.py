@@ -22,7 +22,7 @@ from typing import Callable, Mapping
 import torch
 from torch import Tensor
 
-from models.configs import load_weights
+from core.weights import load_state_dict_file
 
 CLIP = "model.vision_tower.vision_tower.vision_model."
 SAM = "model.grounding_encoder."
@@ -123,7 +123,8 @@ def _qkv_target(rest: str) -> tuple[str, str, str] | None:
     m = re.fullmatch(r"encoder\.layers\.(\d+)\.self_attn\.(q|k|v)_proj\.(weight|bias)", rest)
     if m is None:
         return None
-    return f"global_encoder.backbone.transformer.resblocks.{m.group(1)}.attn.in_proj_{m.group(3)}", m.group(2), m.group(3)
+    name = f"global_encoder.backbone.transformer.resblocks.{m.group(1)}.attn.in_proj_{m.group(3)}"
+    return name, m.group(2), m.group(3)
 
 
 def drop_reason(key: str) -> str | None:
@@ -218,7 +219,8 @@ def read_official(path: str | Path) -> dict[str, Tensor]:
     if path.is_dir():
         files = sorted(path.glob("*.safetensors")) or sorted(path.glob("pytorch_model*.bin"))
         if not files:
-            raise FileNotFoundError(f"{path}: a Hugging Face folder must hold *.safetensors or pytorch_model*.bin files")
+            raise FileNotFoundError(
+                f"{path}: a Hugging Face folder must hold *.safetensors or pytorch_model*.bin files")
         state: dict[str, Tensor] = {}
         for file in files:
             state.update(_read_file(file))
@@ -229,19 +231,7 @@ def read_official(path: str | Path) -> dict[str, Tensor]:
 
 
 def _read_file(path: Path) -> dict[str, Tensor]:
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        return load_file(str(path), device="cpu")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except RuntimeError:  # legacy (non-zip) files and meta tensors cannot be memory-mapped
-        state = load_weights(path, str(path))
-    if isinstance(state, dict) and isinstance(state.get("module"), dict):  # a DeepSpeed model-states file
-        state = state["module"]
-    if not isinstance(state, dict) or not all(isinstance(v, Tensor) for v in state.values()):
-        raise ValueError(f"{path}: not a state dict of tensors (a zero_to_fp32 output or a model folder was expected)")
-    return state
+    return load_state_dict_file(path, "checkpoint")
 
 
 def lightning_checkpoint(state: Mapping[str, Tensor], prefix: str = "model.") -> dict:

@@ -238,6 +238,6 @@ def slice_motion_words(boxes: Tensor, present: Tensor, temporal_patch: int, stil
     return words.to(boxes.dtype)
 
 
-__all__ = ["STOPWORDS", "pretext_optimizer", "phrase_words", "build_word_vocabulary", "phrase_word_matrix", "patch_word_targets",
-           "patch_box_targets", "PatchWordHead", "PatchBoxHead",
+__all__ = ["STOPWORDS", "pretext_optimizer", "phrase_words", "build_word_vocabulary", "phrase_word_matrix",
+           "patch_word_targets", "patch_box_targets", "PatchWordHead", "PatchBoxHead",
            "MOTION_WORDS", "slice_motion_words"]

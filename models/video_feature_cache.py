@@ -2,8 +2,8 @@
 
 With the tower and merger frozen (the paper's policy), a clip's video tokens are a fixed function
 of its pixels, yet training recomputes them every time the clip is drawn: on the toy judge that is
-about 17 % of a step (bench/bench_judge_step.py). This memo keys each clip by a digest of its exact pixel values (computed
-in the data workers, :func:`pixel_digest`) and its patch grid, and hands the language model the
+about 17 % of a step (bench/bench_judge_step.py). This memo keys each clip by a digest of its exact
+pixel values (computed in the data workers, :func:`pixel_digest`) and its patch grid, and hands the language model the
 stored tokens through transformers' ``mm_encoder_outputs``. The keys are exact, so a hit returns
 what the tower would compute; the memo empties itself when any tower weight is replaced or changed
 in place (a checkpoint load), and it refuses a tower that trains.

@@ -12,19 +12,16 @@
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import core  # noqa: E402,F401
-
-from datamodules.records import read_records  # noqa: E402
-from metrics.evaluate import evaluate_predictions, format_table  # noqa: E402
+from datamodules.records import read_records
+from metrics.evaluate import evaluate_predictions, format_table
 
 
 def normalised_boxes(record):
@@ -75,8 +72,8 @@ def run(root: Path, split: str, text_encoder: str = "minilm") -> dict:
     means, overall = mean_boxes(train)
     constant = consensus_caption(train)
     constant_phrases = tagged_phrases(constant)
-    constant_preds = {k: boxed_prediction(r, constant, constant_phrases, [means.get(p, overall) for p in constant_phrases])
-                      for k, r in test.items()}
+    constant_boxes = [means.get(p, overall) for p in constant_phrases]
+    constant_preds = {k: boxed_prediction(r, constant, constant_phrases, constant_boxes) for k, r in test.items()}
     fixed_preds = {k: boxed_prediction(r, r.tagged_caption, r.phrases, [means.get(p, overall) for p in r.phrases])
                    for k, r in test.items()}
     present = np.concatenate([normalised_boxes(r)[1].ravel() for r in test.values()])

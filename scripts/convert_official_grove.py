@@ -1,7 +1,8 @@
 """Convert (or check) a released GROVE checkpoint for this project.
 
     python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml --check
-    python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml --out grove.ckpt
+    python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml \
+        --out grove.ckpt
 
 CKPT is a DeepSpeed zero_to_fp32 ``.bin`` or the Hugging Face folder of the same model. ``--check``
 reads no weights (the model is built on the meta device; works on a checkpoint of meta tensors)
@@ -13,11 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from models.official_checkpoint import check_official, convert_official_file  # noqa: E402
+from models.official_checkpoint import check_official, convert_official_file
 
 
 def main(argv: list[str] | None = None) -> int:

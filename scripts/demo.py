@@ -8,18 +8,17 @@ writes the checkpoints configs/demo.yaml loads; it runs once and counts towards 
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import json
 import sys
 import time
 from pathlib import Path
 
+from cli import cli_main
+from lightning_modules import tower_pretraining
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402,F401
-
-from cli import cli_main  # noqa: E402
-from scripts import pretrain_towers  # noqa: E402
 
 CONFIG = ROOT / "configs" / "demo.yaml"
 TOWER_STEPS = 250
@@ -88,8 +87,8 @@ def main(extra: list[str]) -> dict:
         if global_ckpt.parent != grounding_ckpt.parent:
             raise ValueError("demo: the two tower checkpoints must share a folder to be written by the tower stage")
         print(f"\ntower stage ({reason}): pre-training the tiny towers -> {global_ckpt.parent}\n")
-        pretrain_towers.main(["--config", str(CONFIG), "--steps", str(TOWER_STEPS), "--box-weight",
-                              str(TOWER_BOX_WEIGHT), "--out", str(global_ckpt.parent), "--", *extra])
+        tower_pretraining.main(["--config", str(CONFIG), "--steps", str(TOWER_STEPS), "--box-weight",
+                                str(TOWER_BOX_WEIGHT), "--out", str(global_ckpt.parent), "--", *extra])
         timings["towers_s"] = round(time.perf_counter() - start, 1)
     fit_start = time.perf_counter()
     fit = cli_main(["fit", "--config", str(CONFIG), *extra])

@@ -4,13 +4,10 @@
     python scripts/judge.py foil   --judge RELEASED_FOLDER --activitynet_foil DIR --out OUT
     python scripts/judge.py refine --config CONFIG --videos DIR --captions IN --captioner VLM --rounds K --out OUT
 """
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+import core  # noqa: F401  (torchvision compatibility: must precede lightning)
 
-import core  # noqa: E402,F401  (torchvision compatibility: must precede lightning)
-from lightning_modules.judge_commands import main  # noqa: E402
+from lightning_modules.judge_commands import main
 
 if __name__ == "__main__":
     main()

@@ -9,18 +9,25 @@ fit the GPU. The model behind the figures: lightning_modules/memory_model.py, do
 """
 from __future__ import annotations
 
+import core  # noqa: F401  (torchvision compatibility)
+
 import argparse
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from lightning_modules.memory_model import (
+    DEFAULT_OVERHEAD_GIB,
+    GIB,
+    STRATEGIES,
+    ParameterSummary,
+    Workload,
+    activation_values,
+    build_meta_module,
+    largest_fitting,
+    read_config,
+    table,
+)
 
-import core  # noqa: E402,F401  (torchvision compatibility)
-from lightning_modules.memory_model import (DEFAULT_OVERHEAD_GIB, GIB, STRATEGIES, ParameterSummary,  # noqa: E402
-                                            Workload, activation_values, build_meta_module, largest_fitting,
-                                            read_config, table)
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -18,17 +18,15 @@ writes ``<out>/qwen_vision.bin`` (``model.visual.*`` keys, as in a Qwen2.5-VL ch
 """
 from __future__ import annotations
 
+import core  # noqa: F401  (torchvision compatibility: must precede lightning)
+
 import argparse
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+import torch
 
-import core  # noqa: E402,F401  (torchvision compatibility: must precede lightning)
-import torch  # noqa: E402
-
-from models.judge_vision_pretext import VISION_FILE, merged_token_targets, pretrain  # noqa: E402,F401
+from models.judge_vision_pretext import VISION_FILE, merged_token_targets, pretrain  # noqa: F401
 
 
 def _overlap(text: str) -> float:

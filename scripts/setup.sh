@@ -22,6 +22,15 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# The project's packages, importable from scripts/, bench/ and experiments/ without a PYTHONPATH
+# (editable: the checkout's code runs). Again only when pyproject.toml changes.
+pstamp=.venv/.pyproject.sha256
+pwant=$(sha256sum pyproject.toml | cut -c1-64)
+if [ "$(cat "$pstamp" 2>/dev/null || true)" != "$pwant" ]; then
+  .venv/bin/pip install --disable-pip-version-check -q -e . --no-deps
+  echo "$pwant" > "$pstamp"
+fi
+
 # Debian packages, only when missing.
 need=()
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)

@@ -17,11 +17,14 @@ Then ``OUT/results.md`` / ``OUT/results.csv`` tabulate the test metrics of all p
 
     python scripts/sweep.py --config configs/demo.yaml --preset table5 --out runs/sweeps/table5
     python scripts/sweep.py --config configs/demo.yaml --axis config=base,configs/ablations/no_objectness.yaml \\
-        --axis model.init_args.lr_scheduler.init_args.warmup_steps=50,200 --out runs/sweeps/grid -- --trainer.max_epochs=2
+        --axis model.init_args.lr_scheduler.init_args.warmup_steps=50,200 --out runs/sweeps/grid \\
+        -- --trainer.max_epochs=2
 
 Arguments after ``--`` go to every fit/test run (after the point's own).
 """
 from __future__ import annotations
+
+import core  # noqa: F401
 
 import argparse
 import csv
@@ -37,13 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from metrics.threshold_sweep import DEFAULT_THRESHOLDS, plot_threshold_sweep, threshold_sweep, write_curves_csv
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import core  # noqa: E402,F401
-
-from scripts.threshold_sweep import DEFAULT_THRESHOLDS, plot_threshold_sweep, threshold_sweep, write_curves_csv  # noqa: E402
 
 ABLATIONS = ROOT / "configs" / "ablations"
 

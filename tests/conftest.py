@@ -1,6 +1,7 @@
 """Shared pytest fixtures (helpers live in tests/fixtures/); importing core first makes torchvision
 importable on CPU torch."""
 import core  # noqa: F401
+
 import pytest
 
 

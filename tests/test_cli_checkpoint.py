@@ -6,11 +6,11 @@ import core  # noqa: F401
 
 import warnings
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import torch
 
-from cli import GroveCLI  # noqa: E402
-from tests.fixtures.paths import ROOT  # noqa: E402
+from cli import GroveCLI
+from tests.fixtures.paths import ROOT
 
 DEMO = str(ROOT / "configs" / "demo.yaml")
 

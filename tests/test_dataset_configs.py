@@ -96,7 +96,8 @@ def test_pretrain_config(fixtures, tiny):
 
 def test_finetune_iground_config(fixtures, tiny, pretrained, tmp_path):
     h = fixtures["htg"]
-    cli = _fit("--config", str(CONFIGS / "pretrain.yaml"), "--config", str(_overlay("finetune_iground.yaml", pretrained, tmp_path)),
+    cli = _fit("--config", str(CONFIGS / "pretrain.yaml"),
+               "--config", str(_overlay("finetune_iground.yaml", pretrained, tmp_path)),
                "--config", str(tiny), f"--data.init_args.train_annotations={h['processed']}",
                f"--data.init_args.val_annotations={h['raw']}", f"--data.init_args.test_annotations={h['raw']}",
                f"--data.init_args.video_root={h['videos']}")
@@ -138,9 +139,12 @@ def test_vidstg_config(fixtures, tiny, pretrained, tmp_path):
 
 def test_anet_entities_config(fixtures, tiny, pretrained, tmp_path):
     a = fixtures["anet"]
-    args = ["--config", str(CONFIGS / "pretrain.yaml"), "--config", str(_overlay("anet_entities.yaml", pretrained, tmp_path)),
-            "--config", str(tiny), *[f"--data.init_args.{k}_annotations={a['cleaned']}" for k in ("train", "val", "test")],
-            f"--data.init_args.split_annotations={a['split']}", f"--data.init_args.timestamp_annotations=[{a['captions']}]",
+    args = ["--config", str(CONFIGS / "pretrain.yaml"),
+            "--config", str(_overlay("anet_entities.yaml", pretrained, tmp_path)),
+            "--config", str(tiny),
+            *[f"--data.init_args.{k}_annotations={a['cleaned']}" for k in ("train", "val", "test")],
+            f"--data.init_args.split_annotations={a['split']}",
+            f"--data.init_args.timestamp_annotations=[{a['captions']}]",
             f"--data.init_args.frame_size_annotations={a['raw']}", f"--data.init_args.video_root={a['videos']}"]
     cli = _fit(*args)
     assert cli.model.model.objectness_head is None and not cli.model.hparams.teacher_forced

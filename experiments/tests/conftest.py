@@ -1,5 +1,6 @@
 """Fixtures of the experiments' tests (run them with ``pytest experiments/tests``; not in the default suite)."""
 import core  # noqa: F401  (torchvision compatibility: must precede lightning)
+
 import pytest
 
 

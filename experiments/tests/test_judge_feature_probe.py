@@ -80,7 +80,8 @@ def test_feature_probe_runs_on_the_judge_config(tiny_synthetic_root, tmp_path, v
                  "--data.init_args.generator={backend: rule, in_domain: require, max_climb: 4, balance: false}",
                  *[f"--data.init_args.{s}_file={tmp_path / f'{s}.jsonl'}" for s in ("train", "val", "test")],
                  "--data.init_args.generate_from={" + ", ".join(
-                     f"{s}: {tiny_synthetic_root / 'annotations' / f'{s}.json'}" for s in ("train", "val", "test")) + "}"]
+                     f"{s}: {tiny_synthetic_root / 'annotations' / f'{s}.json'}"
+                     for s in ("train", "val", "test")) + "}"]
     report = main(["--config", str(ROOT / "configs" / "judge_demo.yaml"), "--steps", "3", "--eval-every", "2",
                    "--batch-size", "4", "--verifier", verifier, "--clip", "1.0", "--", *overrides])
     assert report["verifier"] == verifier and [h["step"] for h in report["history"]] == [2, 3]

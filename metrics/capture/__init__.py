@@ -3,5 +3,5 @@ from metrics.capture.capture import CONVENTIONS, CaptureConventions, CaptureScor
 from metrics.capture.factual_parser import FactualSceneGraphParser, parse_factual_output
 from metrics.capture.scene_graph import SceneGraph, SpacySceneGraphParser
 
-__all__ = ["CONVENTIONS", "CaptureConventions", "CaptureScorer", "capture_score", "FactualSceneGraphParser", "parse_factual_output", "SceneGraph",
-           "SpacySceneGraphParser"]
+__all__ = ["CONVENTIONS", "CaptureConventions", "CaptureScorer", "capture_score", "FactualSceneGraphParser",
+           "parse_factual_output", "SceneGraph", "SpacySceneGraphParser"]

@@ -40,11 +40,24 @@ from typing import Iterable, Sequence
 import torch
 import torch.nn.functional as F
 
-from metrics.capture.matching import (EMPTY_SETS, MATCHINGS, SOFT_REDUCTIONS, SYNONYM_RULES, DiscreteMatch,
-                                      element_phrase, match_exact_and_synonyms, precision_recall_f1,
-                                      soft_match_counts)
-from metrics.capture.scene_graph import (SPACY_MODEL, SceneGraph, SpacySceneGraphParser, lemmatise_noun_phrase,
-                                         lemmatise_scene_graph)
+from metrics.capture.matching import (
+    EMPTY_SETS,
+    MATCHINGS,
+    SOFT_REDUCTIONS,
+    SYNONYM_RULES,
+    DiscreteMatch,
+    element_phrase,
+    match_exact_and_synonyms,
+    precision_recall_f1,
+    soft_match_counts,
+)
+from metrics.capture.scene_graph import (
+    SPACY_MODEL,
+    SceneGraph,
+    SpacySceneGraphParser,
+    lemmatise_noun_phrase,
+    lemmatise_scene_graph,
+)
 
 ELEMENT_TYPES = ("object", "attribute", "relation")
 DEFAULT_WEIGHTS = (5.0, 5.0, 2.0)
@@ -103,7 +116,8 @@ def resolve_conventions(conventions: "str | CaptureConventions | dict") -> Captu
         if unknown:
             raise ValueError(f"unknown CAPTURE convention field(s) {sorted(unknown)}")
         return CaptureConventions(**conventions)
-    raise TypeError(f"conventions must be a preset name, a dict or CaptureConventions, got {type(conventions).__name__}")
+    raise TypeError("conventions must be a preset name, a dict or CaptureConventions, "
+                    f"got {type(conventions).__name__}")
 
 
 def load_stop_words(path: str | os.PathLike = STOP_WORDS_FILE) -> frozenset[str]:

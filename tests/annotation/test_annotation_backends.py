@@ -28,9 +28,20 @@ NO_SYSTEM_TEMPLATE = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ r
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory):
     """Folders of a tiny GIT captioner, a tiny OWLv2 detector and a tiny Llama chat model."""
-    from transformers import (AutoTokenizer, CLIPImageProcessor, CLIPTokenizerFast, GitConfig, GitForCausalLM,
-                              GitProcessor, LlamaConfig, LlamaForCausalLM, Owlv2Config, Owlv2ForObjectDetection,
-                              Owlv2ImageProcessor, Owlv2Processor)
+    from transformers import (
+        AutoTokenizer,
+        CLIPImageProcessor,
+        CLIPTokenizerFast,
+        GitConfig,
+        GitForCausalLM,
+        GitProcessor,
+        LlamaConfig,
+        LlamaForCausalLM,
+        Owlv2Config,
+        Owlv2ForObjectDetection,
+        Owlv2ImageProcessor,
+        Owlv2Processor,
+    )
 
     root = tmp_path_factory.mktemp("tiny_models")
     torch.manual_seed(0)
@@ -103,8 +114,8 @@ def test_transformers_chat_renders_the_template_and_random_answers_are_rejected(
     assert len(answers) == 3 and all(isinstance(a, str) for a in answers)
     assert answers[0] == answers[2]  # greedy: the same conversation gets the same answer in another batch slot
     assert chat.complete([messages], attempt=0) == answers[:1]
-    clip = ClipFrameAnnotations(ClipSpec("v.mp4", "v", "0", 0, 1, 5.0), 5.0, 0, 1, 8, 8,
-                                [FrameAnnotation(i, "A red circle is moving up.", [], np.zeros((0, 4)), []) for i in range(2)])
+    frames = [FrameAnnotation(i, "A red circle is moving up.", [], np.zeros((0, 4)), []) for i in range(2)]
+    clip = ClipFrameAnnotations(ClipSpec("v.mp4", "v", "0", 0, 1, 5.0), 5.0, 0, 1, 8, 8, frames)
     rejected, = LLMCaptionAggregator(chat, max_retries=1).aggregate([clip])
     assert rejected.stage == "stage2" and "after 2 tries" in rejected.reason and not rejected.retryable
     # a template that refuses the system turn gets the instructions in the first user turn
@@ -189,8 +200,8 @@ def test_pipeline_with_an_openai_endpoint_for_stages_2_and_3(tmp_path):
         overlay = tmp_path / "endpoint.yaml"
         overlay.write_text(f"llm:\n  backend: openai\n  url: {server.url}\n  model: tiny\nstage2:\n  backend: llm\n"
                            "stage3:\n  backend: llm\n")
-        files = [ROOT / "configs" / "annotation" / "synthetic.yaml", ROOT / "configs" / "annotation" / "synthetic_oracle.yaml",
-                 overlay]
+        files = [ROOT / "configs" / "annotation" / "synthetic.yaml",
+                 ROOT / "configs" / "annotation" / "synthetic_oracle.yaml", overlay]
         config = load_config(files)
         report = run_annotation(config, [str(f) for f in files], tmp_path / "syn" / "videos", tmp_path / "out",
                                 paths["test"], progress=False)

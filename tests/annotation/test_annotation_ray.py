@@ -1,15 +1,14 @@
 """The Ray engine on a local Ray instance with 2 CPUs writes the same records as the local engine
 (a corrupt video among the clips is skipped by both)."""
-import shutil
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("ray")
 
-from annotation.config import load_config  # noqa: E402
-from annotation.run import run_annotation  # noqa: E402
-from datamodules.records import read_records  # noqa: E402
+from annotation.config import load_config
+from annotation.run import run_annotation
+from datamodules.records import read_records
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "annotation"
 FILES = [str(CONFIGS / "synthetic.yaml")]  # the noisy Stage 1: equal outputs need the same seeded noise

@@ -5,7 +5,6 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from annotation.__main__ import main
@@ -98,7 +97,8 @@ def test_interrupted_run_resumes_without_redoing_clips(synthetic, tmp_path, monk
 
     monkeypatch.setattr(pipeline.TextWorker, "run", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_annotation(oracle_config(batch_size=1), ORACLE, synthetic["videos"], out, synthetic["truth"], progress=False)
+        run_annotation(oracle_config(batch_size=1), ORACLE, synthetic["videos"], out, synthetic["truth"],
+                       progress=False)
     first = {p.name: p.stat().st_mtime_ns for p in (out / "annotations").glob("*.pkl")}
     assert len(first) == 1
     (out / ".staging").mkdir(exist_ok=True)
@@ -142,13 +142,15 @@ def test_videos_without_truth_are_cut_into_clips(synthetic, tmp_path):
 def test_config_errors_name_the_file_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("stage2:\n  backend: rule\n  min_shares: 0.3\n")
-    with pytest.raises(ConfigError, match=r"bad.yaml: key 'stage2.min_shares' is not an option of stage2 backend 'rule'"):
+    with pytest.raises(ConfigError,
+                       match=r"bad.yaml: key 'stage2.min_shares' is not an option of stage2 backend 'rule'"):
         load_config([bad])
     bad.write_text("stage3:\n  backend: llm\n")
     with pytest.raises(ConfigError, match="stage3 use backend 'llm' but there is no 'llm' section"):
         load_config([bad])
     bad.write_text("stage1:\n  backend: glamm\n")
-    with pytest.raises(ConfigError, match=r"stage1.backend 'glamm' is unknown \(known: captioner_detector, noisy_oracle\)"):
+    with pytest.raises(ConfigError,
+                       match=r"stage1.backend 'glamm' is unknown \(known: captioner_detector, noisy_oracle\)"):
         load_config([bad])
     bad.write_text("engine:\n  batchsize: 3\n")
     with pytest.raises(ConfigError, match="unknown key 'engine.batchsize'"):

@@ -11,10 +11,21 @@ from annotation.decoding import DecodedClip
 from annotation.frame_annotations import ClipFrameAnnotations, FrameAnnotation
 from annotation.noisy_oracle import SPURIOUS, NoisyOracleFrameAnnotator
 from annotation.outcomes import Rejection
-from annotation.phrase_classification import (ClassificationTask, EmbeddingPhraseClassifier, LLMPhraseClassifier,
-                                              is_human)
-from annotation.prompts import (STAGE2_SYSTEM, STAGE3_SYSTEM, AnswerError, parse_caption_answer,
-                                parse_category_answer, stage2_messages, stage3_messages)
+from annotation.phrase_classification import (
+    ClassificationTask,
+    EmbeddingPhraseClassifier,
+    LLMPhraseClassifier,
+    is_human,
+)
+from annotation.prompts import (
+    STAGE2_SYSTEM,
+    STAGE3_SYSTEM,
+    AnswerError,
+    parse_caption_answer,
+    parse_category_answer,
+    stage2_messages,
+    stage3_messages,
+)
 from annotation.svo import SVOParser, third_person
 from annotation.tracks import build_record
 from datamodules.synthetic import SyntheticConfig, clip_rng, generate_clip
@@ -102,7 +113,8 @@ def test_rule_aggregation_keeps_objects_seen_together_apart_and_rejects_empty(pa
     out, = RuleCaptionAggregator(parser=parser).aggregate([clip_of(captions)])
     assert set(out.phrases) == {"a red circle", "a red square"}
     # one after the other (never in the same frame): the same noun with other colours stays two objects
-    captions = ["A yellow cross is hiding behind the wall."] * 4 + ["A blue cross is emerging from behind the wall."] * 4
+    captions = (["A yellow cross is hiding behind the wall."] * 4
+                + ["A blue cross is emerging from behind the wall."] * 4)
     out, = RuleCaptionAggregator(parser=parser).aggregate([clip_of(captions)])
     assert out.phrases == ("a yellow cross", "a blue cross")
     nothing, = RuleCaptionAggregator(parser=parser).aggregate([clip_of(["The image is slightly blurry."] * 3,
@@ -136,7 +148,8 @@ def test_prompts_follow_figures_11_and_12():
     messages = stage2_messages(frames)
     assert messages[0] == {"role": "system", "content": STAGE2_SYSTEM}
     assert [m["role"] for m in messages[1:]] == ["user", "assistant"] * 2 + ["user"]
-    assert messages[-1]["content"] == "SVO: [[['red circle', 'moving up']], [['red circle', 'entering', ('from', 'left')]]]"
+    assert messages[-1]["content"] == ("SVO: [[['red circle', 'moving up']], "
+                                       "[['red circle', 'entering', ('from', 'left')]]]")
     assert "<p>A woman</p> is cutting <p>an object</p>" in messages[4]["content"]
     messages = stage3_messages("a red disc", ["a red circle", "a blue square"])
     assert messages[0]["content"] == STAGE3_SYSTEM and len(messages) == 12
@@ -299,11 +312,13 @@ def test_oracle_noise_is_seeded_per_clip_and_follows_its_rates(synthetic_clips):
     assert all(any(p in SPURIOUS for p in f.phrases) for frames in a for f in frames)
     jittered = NoisyOracleFrameAnnotator(records=records, box_jitter=0.2, paraphrase=0.5, seed=3)
     a, b = jittered.annotate(decoded), jittered.annotate(decoded[::-1])[::-1]  # batch order does not matter
-    assert all(x.caption == y.caption and np.array_equal(x.boxes, y.boxes) for ca, cb in zip(a, b) for x, y in zip(ca, cb))
+    assert all(x.caption == y.caption and np.array_equal(x.boxes, y.boxes)
+               for ca, cb in zip(a, b) for x, y in zip(ca, cb))
     exact = NoisyOracleFrameAnnotator(records=records).annotate(decoded)
     assert not all(np.array_equal(x.boxes, y.boxes) for ca, cb in zip(a, exact) for x, y in zip(ca, cb))
     for clip, frames in zip(decoded, a):
         for f in frames:
-            assert (f.boxes[:, :2] >= 0).all() and (f.boxes[:, 2] <= clip.width).all() and (f.boxes[:, 3] <= clip.height).all()
+            assert (f.boxes[:, :2] >= 0).all()
+            assert (f.boxes[:, 2] <= clip.width).all() and (f.boxes[:, 3] <= clip.height).all()
     with pytest.raises(ValueError, match="stage1.miss must be a probability"):
         NoisyOracleFrameAnnotator(records=records, miss=1.5)

@@ -32,8 +32,9 @@ def prediction(first_frame_boxes) -> dict:
 def run_validation(callback: GroundedEvaluation, pred: dict) -> dict[str, float]:
     """The callback's validation hooks on one batch; returns what it logs."""
     record = clip()
+    datamodule = types.SimpleNamespace(datasets={"val": types.SimpleNamespace(records=[record])})
     trainer = types.SimpleNamespace(sanity_checking=False, is_global_zero=True, fast_dev_run=False,
-                                    datamodule=types.SimpleNamespace(datasets={"val": types.SimpleNamespace(records=[record])}))
+                                    datamodule=datamodule)
     logged = {}
     module = types.SimpleNamespace(log=lambda name, value, **kw: logged.__setitem__(name, value))
     callback.on_validation_epoch_start(trainer, module)

@@ -7,8 +7,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from callbacks.annotated_video_writer import (CAPTION_ALPHA, LABEL_ALPHA, PALETTE, ClipPrediction, composite,
-                                              grid_owners, phrase_colours, render_overlay)
+from callbacks.annotated_video_writer import (
+    CAPTION_ALPHA,
+    LABEL_ALPHA,
+    PALETTE,
+    ClipPrediction,
+    composite,
+    grid_owners,
+    phrase_colours,
+    render_overlay,
+)
 from callbacks.tensorboard_visualizer import SEPARATOR, ValidationClipVisualizer, render_clip_strip
 from datamodules.grounded_dataset import GroundedClipDataset
 from datamodules.records import read_records

@@ -1,14 +1,25 @@
 """core/box_ops.py: conversions, IoU and gIoU against hand values and plain-loop references."""
 from __future__ import annotations
 
+from core.box_ops import (
+    box_area,
+    box_iou,
+    box_iou_pairwise,
+    clip_boxes,
+    cxcywh_to_xyxy,
+    denormalize_boxes,
+    generalized_box_iou,
+    generalized_box_iou_pairwise,
+    normalize_boxes,
+    xywh_to_xyxy,
+    xyxy_to_cxcywh,
+    xyxy_to_xywh,
+)
+
 import itertools
 
 import pytest
 import torch
-
-from core.box_ops import (box_area, box_iou, box_iou_pairwise, clip_boxes, cxcywh_to_xyxy, denormalize_boxes,
-                          generalized_box_iou, generalized_box_iou_pairwise, normalize_boxes, xywh_to_xyxy,
-                          xyxy_to_cxcywh, xyxy_to_xywh)
 
 
 def random_xyxy(*shape, seed=0, degenerate=0.0):
@@ -18,7 +29,8 @@ def random_xyxy(*shape, seed=0, degenerate=0.0):
     boxes = torch.cat([xy, xy + wh], dim=-1)
     if degenerate:  # some zero-width and some inverted boxes
         pick = torch.rand(*shape, generator=g) < degenerate
-        boxes[..., 2] = torch.where(pick, boxes[..., 0] - wh[..., 0] * (torch.rand(*shape, generator=g) < 0.5), boxes[..., 2])
+        boxes[..., 2] = torch.where(pick, boxes[..., 0] - wh[..., 0] * (torch.rand(*shape, generator=g) < 0.5),
+                                    boxes[..., 2])
     return boxes
 
 

@@ -46,7 +46,8 @@ def test_endpoint_sends_the_judge_prompt_and_parses_answers(server):
     judge = EndpointJudge(url, "vc-inspector-3b", api_key="secret", concurrency=2)
     frames = [random_frames(0, t=3, size=32), random_frames(1, t=3, size=32), random_frames(2, t=2, size=32)]
     answers = judge.score(frames, ["a red cross.", "a blue circle.", "a broken caption."], max_new_tokens=50)
-    assert (answers[0].score, answers[0].explanation, answers[0].error) == (2, "The objects (cross) are incorrect.", None)
+    assert (answers[0].score, answers[0].explanation, answers[0].error) == (
+        2, "The objects (cross) are incorrect.", None)
     assert answers[1].score is None and "no score line" in answers[1].error
     assert answers[2].score is None and answers[2].error.startswith("endpoint: HTTPError")
     assert len(requests) == 3

@@ -32,7 +32,8 @@ def test_activitynet_foil_reader_aligns_sentences_and_takes_timestamps(tmp_path)
     assert pairs == [
         {"key": "v_a_0", "video": "v_a.webm", "original": "A man plays a guitar.", "foil": "A man plays a violin.",
          "start_s": 0.0, "end_s": 4.5},
-        {"key": "v_a_1", "video": "v_a.webm", "original": "He bows.", "foil": "He waves.", "start_s": 4.5, "end_s": 9.0}]
+        {"key": "v_a_1", "video": "v_a.webm", "original": "He bows.", "foil": "He waves.",
+         "start_s": 4.5, "end_s": 9.0}]
     assert [r["key"] for r in foil_rows(pairs)] == ["v_a_0#original", "v_a_0#foil", "v_a_1#original", "v_a_1#foil"]
     foil["results"]["v_a"].pop()
     (tmp_path / "final_foil_video_sentences.json").write_text(json.dumps(foil))

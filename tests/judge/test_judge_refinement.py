@@ -33,8 +33,8 @@ def test_two_rounds_with_tiny_models_rewrite_with_the_judges_explanation():
     assert captioner.instructions[0] == [captioner.caption_prompt]  # only k1 needed a first caption
     for round_ in (1, 2):  # each rewrite sees the previous round's caption and the judge's explanation of it
         previous = [r for r in rows if r["round"] == round_ - 1]
-        assert captioner.instructions[round_] == [REFINE_PROMPT.format(caption=r["caption"], explanation=r["explanation"])
-                                                  for r in previous]
+        assert captioner.instructions[round_] == [
+            REFINE_PROMPT.format(caption=r["caption"], explanation=r["explanation"]) for r in previous]
     assert all(sum(r["best"] for r in rows if r["key"] == k) == 1 for k in ("k0", "k1"))
 
 
@@ -50,7 +50,8 @@ def test_refinement_stops_when_the_score_stops_improving(tmp_path):
     scores = {"c0": "2\n\nmeh", "c1": "4\n\nbetter", "c2": "4\n\nsame", "c3": "5\n\nbest"}
     judge = ScriptedJudge(lambda c: scores[c])
     rows = refine_captions(judge, ScriptedCaptioner(), _clips(1), rounds=5, out=tmp_path / "r.jsonl")
-    assert [(r["caption"], r["score"], r["best"]) for r in rows] == [("c0", 2, False), ("c1", 4, True), ("c2", 4, False)]
+    assert [(r["caption"], r["score"], r["best"]) for r in rows] == [
+        ("c0", 2, False), ("c1", 4, True), ("c2", 4, False)]
     assert [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()] == rows
     unreadable = ScriptedJudge(lambda c: "5\n\nok" if c == "c0" else "nothing")
     assert [r["round"] for r in refine_captions(unreadable, ScriptedCaptioner(), _clips(1), rounds=5)] == [0, 1]

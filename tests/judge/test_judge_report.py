@@ -20,7 +20,7 @@ def test_report_averages_the_parsed_scores_of_the_predicted_captions(tiny_synthe
     assert sorted(judge.calls[0]) == ["a red circle.", "a red square moves up."]
 
     predictions[keys[1]] = {"caption": "  "}
-    report = judge_report(records, predictions, ScriptedJudge(lambda c: "no score"), str(tiny_synthetic_root / "videos"),
-                          num_frames=4)
+    report = judge_report(records, predictions, ScriptedJudge(lambda c: "no score"),
+                          str(tiny_synthetic_root / "videos"), num_frames=4)
     assert math.isnan(report["vc_inspector"]) and report["vc_inspector_unparsable"] == 1.0
     assert report["vc_inspector_without_caption"] == 1

@@ -36,7 +36,8 @@ def test_paper_freezing_policy_frozen_parts_get_no_gradient_and_do_not_change(ti
 
 
 def test_default_optimizer_is_the_papers_adamw(tiny_synthetic_root, tmp_path):
-    cli = _module(tiny_synthetic_root, tmp_path, "--model.init_args.optimizer=null", "--model.init_args.lr_scheduler=null")
+    cli = _module(tiny_synthetic_root, tmp_path, "--model.init_args.optimizer=null",
+                  "--model.init_args.lr_scheduler=null")
     optimizer = cli.model.configure_optimizers()
     assert isinstance(optimizer, torch.optim.AdamW)
     group = optimizer.param_groups[0]

@@ -13,8 +13,7 @@ import torch
 import torch._subclasses.fake_tensor as fake_tensor_module
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
-from lightning_modules.memory_model import (ParameterSummary, Workload, activation_values, build_meta_module,
-                                            read_config)
+from lightning_modules.memory_model import ParameterSummary, Workload, activation_values, build_meta_module, read_config
 from tests.fixtures.paths import ROOT
 
 OFFICIAL = ROOT / "configs" / "official" / "grove.yaml"

@@ -1,18 +1,17 @@
 """Learning-rate schedules: the run length comes from the current run, the progress from the checkpoint."""
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import functools
 import random
 
-import core  # noqa: F401
+import lightning as L
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
 
-import lightning as L  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
-
-from lightning_modules.schedules import (WarmupCosineDecay, WarmupLinearDecay, build_scheduler,  # noqa: E402
-                                         run_total_steps)
+from lightning_modules.schedules import WarmupCosineDecay, WarmupLinearDecay, build_scheduler, run_total_steps
 
 SCHEDULES = {
     "linear": functools.partial(WarmupLinearDecay, warmup_steps=3),

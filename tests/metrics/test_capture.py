@@ -11,8 +11,13 @@ import torch
 from metrics.capture import CaptureScorer, SceneGraph, capture_score
 from metrics.capture.capture import filter_scene_graph, load_stop_words
 from metrics.capture.factual_parser import FACTUAL_PROMPT, FactualSceneGraphParser, parse_factual_output
-from metrics.capture.matching import (are_synonyms, match_elements, match_exact_and_synonyms, precision_recall_f1,
-                                      soft_match_counts)
+from metrics.capture.matching import (
+    are_synonyms,
+    match_elements,
+    match_exact_and_synonyms,
+    precision_recall_f1,
+    soft_match_counts,
+)
 from metrics.capture.scene_graph import SpacySceneGraphParser, lemmatise_scene_graph
 
 

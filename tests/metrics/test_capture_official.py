@@ -143,7 +143,8 @@ def package_scores(CAPTURE, cand: SceneGraph, ref: SceneGraph, encoder=None) -> 
         return list(g.objects), attrs, list(g.relations)
 
     out = scorer.compute_f_score(parsed(ref), parsed(cand))
-    keys = ["CAPTURE"] + [f"{t}_{m}" for t in ("object", "attribute", "relation") for m in ("precision", "recall", "f1")]
+    keys = ["CAPTURE"] + [f"{t}_{m}" for t in ("object", "attribute", "relation")
+                          for m in ("precision", "recall", "f1")]
     return dict(zip(keys, (float(v) for v in out)))
 
 

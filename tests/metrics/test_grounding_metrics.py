@@ -12,8 +12,14 @@ import torch
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from metrics.grounding import (FrameBoxes, GroundingInputError, evaluate_grounding, frames_from_record,
-                               ground_truth_from_records, predictions_from_dict)
+from metrics.grounding import (
+    FrameBoxes,
+    GroundingInputError,
+    evaluate_grounding,
+    frames_from_record,
+    ground_truth_from_records,
+    predictions_from_dict,
+)
 from metrics.text_encoder import ExactMatchEncoder
 
 EXACT = ExactMatchEncoder()
@@ -158,7 +164,8 @@ def _jitter(rng, box, grid):
     d = rng.integers(-1, 2, size=4).astype(float) if grid else rng.normal(0, 2.5, size=4)
     b = (np.asarray(box) + d).tolist()
     if rng.random() < 0.97:  # keep it a proper box; the rest stay (possibly) inverted on purpose
-        b = [min(b[0], b[2]), min(b[1], b[3]), max(b[0], b[2]) + 0.5 * (b[0] == b[2]), max(b[1], b[3]) + 0.5 * (b[1] == b[3])]
+        b = [min(b[0], b[2]), min(b[1], b[3]),
+             max(b[0], b[2]) + 0.5 * (b[0] == b[2]), max(b[1], b[3]) + 0.5 * (b[1] == b[3])]
     return b
 
 
@@ -307,7 +314,8 @@ def test_ap50_hand_case_tied_scores_rank_by_frame_then_order():
         assert got["AP50"] == pytest.approx(want) and got["AP50_frame"] == pytest.approx(want)
     # Objectness scores put the TP first again.
     scored = {"v": [fb(0, [[20, 20, 30, 30], SQUARE], scores=[0.2, 0.9]), fb(6, [[50, 50, 60, 60]], scores=[0.1])]}
-    assert evaluate_grounding(gt, scored, score_source="objectness", metrics=("AP50",))["AP50"] == pytest.approx(51 / 101)
+    got = evaluate_grounding(gt, scored, score_source="objectness", metrics=("AP50",))
+    assert got["AP50"] == pytest.approx(51 / 101)
 
 
 def test_ap50_equal_iou_goes_to_the_last_gt_as_in_cocoeval():

@@ -4,8 +4,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from metrics.teacher_forced import (COUNT_KEYS, PHRASE_BUCKETS, TeacherForcedGrounding, teacher_forced_counts,
-                                    teacher_forced_rates)
+from metrics.teacher_forced import (
+    COUNT_KEYS,
+    PHRASE_BUCKETS,
+    TeacherForcedGrounding,
+    teacher_forced_counts,
+    teacher_forced_rates,
+)
 
 BOX_A = [0.25, 0.25, 0.2, 0.2]  # cxcywh
 BOX_B = [0.75, 0.75, 0.2, 0.2]

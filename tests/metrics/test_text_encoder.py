@@ -6,8 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from metrics.text_encoder import (ExactMatchEncoder, HFMeanPoolEncoder, MiniLMEncoder, TextEncoder,
-                                  build_text_encoder, default_text_encoder, encode_unique, minilm_model_dir)
+from metrics.text_encoder import (
+    ExactMatchEncoder,
+    HFMeanPoolEncoder,
+    MiniLMEncoder,
+    TextEncoder,
+    build_text_encoder,
+    default_text_encoder,
+    encode_unique,
+    minilm_model_dir,
+)
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "man", "knife", "the", "bowl", "woman", "holds", "red"]
 
@@ -22,7 +30,8 @@ def tiny_bert(tmp_path_factory):
     vocab = {w: i for i, w in enumerate(WORDS)}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                       special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
                             sep_token="[SEP]").save_pretrained(folder)
     torch.manual_seed(0)

@@ -1,11 +1,12 @@
 """GroveLoss against hand-computed values and a per-slot loop reference."""
+from core.box_ops import cxcywh_to_xyxy, generalized_box_iou_pairwise, xyxy_to_cxcywh
+
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from core.box_ops import cxcywh_to_xyxy, generalized_box_iou_pairwise, xyxy_to_cxcywh
 from models.loss import GroveLoss
 
 
@@ -99,7 +100,8 @@ def _loop_reference(lm, pred, logits, gt, present, phrase_mask, frame_mask, w=(1
                     continue
                 n_valid += 1
                 target = float(present[i, f, k])
-                bce_sum += F.binary_cross_entropy_with_logits(logits[i, f, k], torch.tensor(target, dtype=logits.dtype)).item()
+                bce_sum += F.binary_cross_entropy_with_logits(logits[i, f, k],
+                                                              torch.tensor(target, dtype=logits.dtype)).item()
                 if present[i, f, k]:
                     n_present += 1
                     g = generalized_box_iou_pairwise(cxcywh_to_xyxy(pred[i, f, k]), cxcywh_to_xyxy(gt[i, f, k]))

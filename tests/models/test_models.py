@@ -9,8 +9,7 @@ from torch import nn
 
 from models.adapters import SpatioTemporalAdapter
 from models.box_decoder import BoxDecoder
-from models.configs import (DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, paper_configs,
-                            tiny_configs)
+from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, paper_configs, tiny_configs
 from models.global_video_encoder import GlobalVideoEncoder
 from models.grounding_video_encoder import GroundingVideoEncoder, interpolate_pos_embed, sincos_pos_embed
 from models.grove import PAPER_TRAINABLE, PARAMETER_GROUPS, Grove, build_on_meta, gather_det_hidden

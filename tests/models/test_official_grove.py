@@ -79,7 +79,8 @@ def test_converted_values_land_where_the_official_model_uses_them(tiny_file, tin
     q, k, v = (official[f"{clip}layers.2.self_attn.{p}_proj.weight"].float() for p in "qkv")
     torch.testing.assert_close(model.global_encoder.backbone.transformer.resblocks[2].attn.in_proj_weight,
                                torch.cat([q, k, v]))
-    torch.testing.assert_close(model.global_encoder.adapters[1].conv.weight, official[f"{clip}adapters.1.conv3d.weight"])
+    torch.testing.assert_close(model.global_encoder.adapters[1].conv.weight,
+                               official[f"{clip}adapters.1.conv3d.weight"])
     assert model.global_encoder.adapters[1].alpha.shape == () and \
         float(model.global_encoder.adapters[1].alpha.detach()) == float(official[f"{clip}adapters.1.alpha"])
     dec = "model.grounding_encoder.mask_decoder."
@@ -88,7 +89,8 @@ def test_converted_values_land_where_the_official_model_uses_them(tiny_file, tin
     torch.testing.assert_close(model.objectness_head.linear.weight, official[f"{dec}temporal_objectness_head.weight"])
     torch.testing.assert_close(model.query_projector[2].weight, official["model.text_hidden_fcs.0.2.weight"])
     torch.testing.assert_close(model.language_model.get_output_embeddings().weight, official["lm_head.weight"])
-    torch.testing.assert_close(model.grounding_encoder.pos_embed, official["model.grounding_encoder.image_encoder.pos_embed"])
+    torch.testing.assert_close(model.grounding_encoder.pos_embed,
+                               official["model.grounding_encoder.image_encoder.pos_embed"])
 
 
 @pytest.mark.parametrize("fault", ["extra", "shape", "missing"])
@@ -118,7 +120,8 @@ def test_real_size_meta_checkpoint_checks_without_weights(tmp_path):
     report, notes = check_official(path, REAL)
     assert report.ok, report.table()
     spec = json.loads((ROOT / "tests/fixtures/official_grove/keys_real.json").read_text())
-    assert sum(len(v) for v in report.mapped.values()) + sum(len(v) for v in report.dropped.values()) == spec["num_keys"]
+    mapped, dropped = sum(len(v) for v in report.mapped.values()), sum(len(v) for v in report.dropped.values())
+    assert mapped + dropped == spec["num_keys"]
     assert any("tokenizer_path" in n for n in notes)
 
 
@@ -144,7 +147,8 @@ def test_clip_tower_equals_transformers_clip_vision_model(tiny_file, tiny_grove)
         "num_channels", "projection_dim", "hidden_act", "layer_norm_eps")})).eval()
     official = read_official(tiny_file)
     prefix = "model.vision_tower.vision_tower."
-    weights = {k[len(prefix):]: v.float() for k, v in official.items() if k.startswith(prefix) and ".adapters." not in k}
+    weights = {k[len(prefix):]: v.float() for k, v in official.items()
+               if k.startswith(prefix) and ".adapters." not in k}
     if not any(k.startswith("vision_model.") for k in hf.state_dict()):  # transformers >= 5 drops the prefix
         weights = {k[len("vision_model."):]: v for k, v in weights.items()}
     missing, unexpected = hf.load_state_dict(weights, strict=False)
@@ -335,5 +339,6 @@ def test_converted_checkpoint_initialises_fine_tuning(tmp_path, tiny_file):
     official = read_official(tiny_file)
     torch.testing.assert_close(module.model.box_head.mlp[0].weight,
                                official["model.grounding_encoder.mask_decoder.bbox_prediction_head.0.weight"])
-    callbacks = __import__("yaml").safe_load((ROOT / "configs/official/finetune.yaml").read_text())["trainer"]["callbacks"]
+    finetune = __import__("yaml").safe_load((ROOT / "configs/official/finetune.yaml").read_text())
+    callbacks = finetune["trainer"]["callbacks"]
     assert callbacks[0]["class_path"].endswith("InitFromCheckpoint")

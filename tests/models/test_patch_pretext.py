@@ -5,8 +5,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.patch_pretext import (MOTION_WORDS, PatchBoxHead, PatchWordHead, build_word_vocabulary,
-                                  patch_box_targets, patch_word_targets, phrase_word_matrix, phrase_words)
+from models.patch_pretext import (
+    MOTION_WORDS,
+    PatchBoxHead,
+    PatchWordHead,
+    build_word_vocabulary,
+    patch_box_targets,
+    patch_word_targets,
+    phrase_word_matrix,
+    phrase_words,
+)
 
 
 def test_phrase_words_and_vocabulary():
@@ -127,8 +135,8 @@ def test_head_loss_and_accuracy():
 
 @pytest.mark.slow
 def test_pretrain_towers_writes_checkpoints_the_real_loaders_read(tiny_synthetic_root, tmp_path):
-    from scripts.pretrain_towers import main
     from cli import cli_main
+    from scripts.pretrain_towers import main
     from tests.fixtures.tiny_cli import tiny_cli_args
 
     out = tmp_path / "towers"

@@ -6,8 +6,15 @@ import random
 import pytest
 import torch
 
-from models.prompting import (DEFAULT_QUESTIONS, DET_TOKEN, IGNORE_INDEX, GroundedCaptionPrompter, add_grove_tokens,
-                              format_target, parse_tagged_text)
+from models.prompting import (
+    DEFAULT_QUESTIONS,
+    DET_TOKEN,
+    IGNORE_INDEX,
+    GroundedCaptionPrompter,
+    add_grove_tokens,
+    format_target,
+    parse_tagged_text,
+)
 from models.tiny_tokenizer import build_tiny_tokenizer
 
 CAPTIONS = [

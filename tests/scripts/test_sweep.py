@@ -10,10 +10,11 @@ import pytest
 from PIL import Image
 
 from datamodules.records import GroundedRecord, write_records_json
+from metrics import threshold_sweep as ts
 from metrics.evaluate import evaluate_predictions
 from metrics.text_encoder import ExactMatchEncoder
-from scripts import threshold_sweep as ts
-from scripts.sweep import PRESETS, SweepPoint, expand_grid, main as sweep_main, parse_points, tabulate
+from scripts.sweep import PRESETS, SweepPoint, expand_grid, parse_points, tabulate
+from scripts.sweep import main as sweep_main
 from tests.fixtures.paths import ROOT
 from tests.fixtures.tiny_cli import tiny_cli_args
 
@@ -35,7 +36,8 @@ def test_expand_grid_is_the_cartesian_product():
 
 def test_parse_points_and_presets():
     points = parse_points(["full=", "frozen=--config a.yaml --model.init_args.train_vl=false"])
-    assert points == [SweepPoint("full", []), SweepPoint("frozen", ["--config", "a.yaml", "--model.init_args.train_vl=false"])]
+    assert points == [SweepPoint("full", []),
+                      SweepPoint("frozen", ["--config", "a.yaml", "--model.init_args.train_vl=false"])]
     for preset in PRESETS.values():
         for args in preset.values():
             configs = [args[i + 1] for i, a in enumerate(args) if a == "--config"]

@@ -1,17 +1,17 @@
 """core.weights: every weight file loaded on a user's behalf gives tensors or a clear error, never runs code."""
 from __future__ import annotations
 
+import core  # noqa: F401
+from core.weights import WeightFileError, load_state_dict_file
+
 import io
 import pickle
 import zipfile
 
-import core  # noqa: F401
+import pytest
+import torch
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from callbacks.init_from_checkpoint import InitFromCheckpoint  # noqa: E402
-from core.weights import WeightFileError, load_state_dict_file  # noqa: E402
+from callbacks.init_from_checkpoint import InitFromCheckpoint
 
 
 class _Payload:

@@ -12,6 +12,7 @@ Extra arguments go to the CLI parser (e.g. ``--data.init_args.root=...``).
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.weights import load_state_dict_file
 
 import argparse
 
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     cli = cli_main(["--config", args.config, *extra], run=False)
     module, data = cli.model, cli.datamodule
     if args.ckpt:
-        state = torch.load(args.ckpt, map_location="cpu", weights_only=False)["state_dict"]
+        state = load_state_dict_file(args.ckpt, "--ckpt")  # weights only: no code in the file runs
         module.load_state_dict(state)
     module.eval()
     data.prepare_data()

@@ -13,6 +13,8 @@ its inputs and :mod:`models.judge_prompt` holds the prompt (D.6) and the answer 
 """
 from __future__ import annotations
 
+from core.weights import load_state_dict_file
+
 from pathlib import Path
 from typing import Sequence
 
@@ -87,12 +89,7 @@ def load_vision_weights(tower: nn.Module, path: str | Path) -> None:
     if not location.is_file():
         raise FileNotFoundError(f"model.init_args.vision_checkpoint: {location} does not exist (docs/judge.md, "
                                 "scripts/pretrain_judge_vision.py writes it)")
-    if location.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        raw = load_file(str(location))
-    else:
-        raw = torch.load(location, map_location="cpu", weights_only=True)
+    raw = load_state_dict_file(location, "model.init_args.vision_checkpoint")
     prefix = next((p for p in VISION_PREFIXES if any(k.startswith(p) for k in raw)), None)
     if prefix is None:
         raise ValueError(

@@ -13,6 +13,8 @@ they get.
 """
 from __future__ import annotations
 
+from core.weights import load_state_dict_file
+
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -21,8 +23,6 @@ from typing import Callable, Mapping
 
 import torch
 from torch import Tensor
-
-from core.weights import load_state_dict_file
 
 CLIP = "model.vision_tower.vision_tower.vision_model."
 SAM = "model.grounding_encoder."

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility: must precede lightning)
 
-import json  # noqa: E402
-import pickle  # noqa: E402
-import sys  # noqa: E402
-import zipfile  # noqa: E402
-from pathlib import Path  # noqa: E402
+import json
+import pickle
+import sys
+import zipfile
+from pathlib import Path
 
-import torch  # noqa: E402
-from lightning.pytorch.cli import LightningCLI  # noqa: E402
-from lightning.pytorch.utilities import rank_zero_warn  # noqa: E402
+import torch
+from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.utilities import rank_zero_warn
 
-import callbacks  # noqa: E402,F401  (registers the project's classes for short names)
-import datamodules  # noqa: E402,F401
-import lightning_modules  # noqa: E402,F401
+import callbacks  # noqa: F401  (registers the project's classes for short names)
+import datamodules  # noqa: F401
+import lightning_modules  # noqa: F401
 
 
 def _prompter_of(model):

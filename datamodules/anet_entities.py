@@ -37,8 +37,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from datamodules.grounded_dataset import GroundedClipDataset
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
+from datamodules.grounded_dataset import GroundedClipDataset
 from datamodules.records import GroundedRecord, RecordError
 from datamodules.video import VideoDecodeError, open_video
 
@@ -175,7 +175,8 @@ def read_anet_entities(path: str | Path, split_file: str | Path | None = None,
             times = ann.get("timestamps")
             if times is None:
                 listed = captions.get(vid)
-                times = listed[int(seg)] if listed is not None and str(seg).isdigit() and int(seg) < len(listed) else None
+                listed_here = listed is not None and str(seg).isdigit() and int(seg) < len(listed)
+                times = listed[int(seg)] if listed_here else None
             if times is None:
                 skipped["no_timestamps"] += 1
                 continue

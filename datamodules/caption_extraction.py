@@ -10,8 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from datamodules.caption_lexicon import (_DETERMINERS, _FORM_OF_TAG, BASIC_COLOURS, CONCRETE_LEXNAMES,
-                                         NON_OBJECT_NOUNS, SENSES_PER_WORD, category)
+from datamodules.caption_lexicon import (
+    _DETERMINERS,
+    _FORM_OF_TAG,
+    BASIC_COLOURS,
+    CONCRETE_LEXNAMES,
+    NON_OBJECT_NOUNS,
+    SENSES_PER_WORD,
+    category,
+)
 from datamodules.judge_corruption_types import Extraction, FactualElement
 
 
@@ -57,7 +64,8 @@ class CaptionElementExtractor:
             if tok.pos_ == "VERB":
                 children = list(tok.children)
                 # a childless participle modifying something is an adjective or direction ("moves left")
-                if tok.tag_ in ("VBN", "VBD") and not children and tok.dep_ in ("acl", "amod", "advmod", "npadvmod", "dep", "oprd"):
+                if (tok.tag_ in ("VBN", "VBD") and not children
+                        and tok.dep_ in ("acl", "amod", "advmod", "npadvmod", "dep", "oprd")):
                     continue
                 # a past form right after an action is its direction, however it was parsed: English
                 # puts no past-tense verb straight after another one ("moves left", "turns right")

@@ -10,7 +10,8 @@ from typing import Any
 ALTERNATIVES_PATH = Path(__file__).with_name("action_alternatives.json")
 IN_DOMAIN_MODES = ("prefer", "require", "off")
 # Berlin & Kay's basic colour terms; all are co-hyponyms under WordNet's color.n.01.
-BASIC_COLOURS = ("black", "white", "red", "green", "yellow", "blue", "brown", "purple", "pink", "orange", "gray", "grey")
+BASIC_COLOURS = ("black", "white", "red", "green", "yellow", "blue", "brown", "purple", "pink", "orange", "gray",
+                 "grey")
 # WordNet categories of things one can see; abstract nouns ("video", "time") are not objects.
 CONCRETE_LEXNAMES = frozenset({
     "noun.artifact", "noun.person", "noun.animal", "noun.food", "noun.plant", "noun.object",

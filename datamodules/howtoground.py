@@ -23,6 +23,8 @@ union per slot).
 """
 from __future__ import annotations
 
+from core.paths import DATA_DIR
+
 import hashlib
 import json
 import logging
@@ -36,7 +38,6 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from core.paths import DATA_DIR
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
 from datamodules.records import REQUIRED_FIELDS, GroundedRecord, RecordError, read_records
 from datamodules.safe_pickle import safe_load, safe_loads
@@ -400,7 +401,8 @@ class HowToGroundDataModule(GroundedVideoDataModule):
     def _keys_file(self, split: str) -> Path | None:
         if split != "train" or self.hparams.train_keys is None:
             return None
-        return require_path(self.hparams.train_keys, "data.init_args.train_keys", self.readme_section, "training keys file")
+        return require_path(self.hparams.train_keys, "data.init_args.train_keys", self.readme_section,
+                            "training keys file")
 
     def _index_dir(self, split: str) -> str | None:
         return self.hparams.index_dir if split == "train" else None

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 from datamodules.judge_targets import SCORES
 
+
 @dataclass
 class CaptionSource:
     """A reference caption and where its video is. Frames (with fps) or seconds locate the clip."""

@@ -29,8 +29,13 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from datamodules.caption_lexicon import IN_DOMAIN_MODES
-from datamodules.judge_corruption_types import (CaptionSource, GenerationStats, ImplausibleCorruption,
-                                                MalformedLLMOutput, sources_from_records)
+from datamodules.judge_corruption_types import (
+    CaptionSource,
+    GenerationStats,
+    ImplausibleCorruption,
+    MalformedLLMOutput,
+    sources_from_records,
+)
 from datamodules.judge_llm_backend import LLMBackend
 from datamodules.judge_readers import read_activitynet_captions
 from datamodules.judge_rule_backend import RuleBackend
@@ -43,7 +48,8 @@ def _stable_hash(text: str) -> int:
 
 
 def generate_corruptions(sources: Sequence[CaptionSource], backend: Any, per_caption: int = 10, seed: int = 0,
-                         dedupe: bool = True, stats: GenerationStats | None = None) -> tuple[list[dict], GenerationStats]:
+                         dedupe: bool = True,
+                         stats: GenerationStats | None = None) -> tuple[list[dict], GenerationStats]:
     """``per_caption`` corruptions of every source caption, as JSONL rows (unbalanced).
 
     Each corruption draws from its own generator seeded by (seed, source key, index), so the

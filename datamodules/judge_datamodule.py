@@ -7,6 +7,8 @@ model (``data.prompter``). A human-rated VATEX-Eval set can replace the test spl
 """
 from __future__ import annotations
 
+from core.paths import DATA_DIR
+
 import logging
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,6 @@ from typing import Any
 import lightning as L
 from torch.utils.data import DataLoader
 
-from core.paths import DATA_DIR
 from datamodules.judge_corruption_types import sources_from_records
 from datamodules.judge_data import build_judge_split, make_backend
 from datamodules.judge_dataset import JudgeCollate, JudgeDataset, shuffle_videos
@@ -92,7 +93,8 @@ class JudgeDataModule(L.LightningDataModule):
             if Path(out).exists():
                 continue
             options = dict(hp.generator or {})
-            run = {k: options.pop(k) for k in ("per_caption", "seed", "balance", "per_score", "balance_by_size") if k in options}
+            run = {k: options.pop(k) for k in ("per_caption", "seed", "balance", "per_score", "balance_by_size")
+                   if k in options}
             backend = make_backend(options.pop("backend", "rule"), **options)
             log.info("generating judge data %s from %s", out, annotation_file)
             build_judge_split(sources_from_records(read_records(annotation_file)), out, backend, **run)

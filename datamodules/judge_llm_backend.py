@@ -138,9 +138,11 @@ class LLMBackend:
         substitutions = []
         for element in chosen:
             if element.kind == "object":
-                new = parse_llm_phrase(self.generate(PROMPT_SIMILAR_OBJECT.format(object=element.text)), "D.3", element.text)
+                new = parse_llm_phrase(self.generate(PROMPT_SIMILAR_OBJECT.format(object=element.text)), "D.3",
+                                       element.text)
             else:
-                new = parse_llm_phrase(self.generate(PROMPT_SIMILAR_ACTION.format(action=element.text)), "D.4", element.text)
+                new = parse_llm_phrase(self.generate(PROMPT_SIMILAR_ACTION.format(action=element.text)), "D.4",
+                                       element.text)
             answer = self.generate(PROMPT_SUBSTITUTE.format(old=element.text, caption=caption, new=new))
             caption = parse_llm_caption(answer, caption, new)
             substitutions.append(Substitution(element.kind, element.text, new))

@@ -101,7 +101,8 @@ def read_activitynet_foil(folder: str | Path, video_template: str = "{video_id}.
         where = f"{folder}, video '{video_id}'"
         foils = foil.get(video_id)
         if not isinstance(foils, list) or len(foils) != len(sentences):
-            raise JudgeDataError(f"{where}: the FOIL file has {len(foils or [])} sentences, the right one {len(sentences)}")
+            raise JudgeDataError(
+                f"{where}: the FOIL file has {len(foils or [])} sentences, the right one {len(sentences)}")
         for k, (a, b) in enumerate(zip(sentences, foils)):
             if not (isinstance(a, dict) and isinstance(b, dict) and isinstance(a.get("sentence"), str)
                     and isinstance(b.get("sentence"), str)):

@@ -90,7 +90,8 @@ def read_activitynet_captions(path: str | Path, video_template: str = "{video_id
         if not isinstance(stamps, list) or not isinstance(sentences, list) or len(stamps) != len(sentences):
             raise JudgeDataError(f"{where}: 'timestamps' and 'sentences' must be lists of equal length")
         for k, (stamp, sentence) in enumerate(zip(stamps, sentences)):
-            if not (isinstance(stamp, (list, tuple)) and len(stamp) == 2 and all(isinstance(t, (int, float)) for t in stamp)):
+            if not (isinstance(stamp, (list, tuple)) and len(stamp) == 2
+                    and all(isinstance(t, (int, float)) for t in stamp)):
                 raise JudgeDataError(f"{where}: timestamps[{k}] must be [start, end] in seconds, got {stamp!r}")
             start, end = max(0.0, float(stamp[0])), min(float(duration), float(stamp[1]))
             if end <= start:

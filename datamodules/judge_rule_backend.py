@@ -21,11 +21,24 @@ from typing import Any, Sequence
 import numpy as np
 
 from datamodules.caption_extraction import CaptionElementExtractor
-from datamodules.caption_lexicon import (ALTERNATIVES_PATH, BASIC_COLOURS, IN_DOMAIN_MODES, NON_OBJECT_NOUNS,
-                                         category, load_action_lexicon, share_synset, wordnet_corpus)
+from datamodules.caption_lexicon import (
+    ALTERNATIVES_PATH,
+    BASIC_COLOURS,
+    IN_DOMAIN_MODES,
+    NON_OBJECT_NOUNS,
+    category,
+    load_action_lexicon,
+    share_synset,
+    wordnet_corpus,
+)
 from datamodules.english_inflection import indefinite_article, inflect_verb, match_case, pluralize
-from datamodules.judge_corruption_types import (Extraction, FactualElement, ImplausibleCorruption,
-                                                MalformedLLMOutput, Substitution)
+from datamodules.judge_corruption_types import (
+    Extraction,
+    FactualElement,
+    ImplausibleCorruption,
+    MalformedLLMOutput,
+    Substitution,
+)
 
 MAX_ACTION_COMBINATIONS = 20000  # closed domain: joint action draws weighed per corruption
 
@@ -333,7 +346,8 @@ class RuleBackend(CaptionElementExtractor):
         return ([e for e in extraction.objects if e.options], [e for e in extraction.actions if e.options])
 
     # -- substitution and rewriting
-    def _draw(self, chosen: Sequence[FactualElement], rng: np.random.Generator) -> list[tuple[FactualElement, str, str]]:
+    def _draw(self, chosen: Sequence[FactualElement],
+              rng: np.random.Generator) -> list[tuple[FactualElement, str, str]]:
         """One substitute per element: a mode (noun / colour / verb / predicate), then a weighted word."""
         plan = []
         for element in chosen:

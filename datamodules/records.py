@@ -152,7 +152,8 @@ class GroundedRecord:
         if fps <= 0:
             raise RecordError(f"{where}: field 'fps' must be positive, got {fps}")
         if end < start or start < 0:
-            raise RecordError(f"{where}: fields 'clip_start_frame'..'clip_end_frame' = {start}..{end} is not a valid range")
+            raise RecordError(
+                f"{where}: fields 'clip_start_frame'..'clip_end_frame' = {start}..{end} is not a valid range")
         if width <= 0 or height <= 0:
             raise RecordError(f"{where}: fields 'width'/'height' must be positive, got {width}x{height}")
         for name in ("video_fname", "caption", "tagged_caption"):
@@ -171,7 +172,8 @@ class GroundedRecord:
         labels_raw = _as_list(raw["labels"], where, "labels")
         grid_len = len(annotation_grid(fps, start, end))
         if len(bboxes_raw) != len(labels_raw):
-            raise RecordError(f"{where}: fields 'bboxes' and 'labels' cover {len(bboxes_raw)} and {len(labels_raw)} frames")
+            raise RecordError(
+                f"{where}: fields 'bboxes' and 'labels' cover {len(bboxes_raw)} and {len(labels_raw)} frames")
         if len(bboxes_raw) != grid_len:
             raise RecordError(
                 f"{where}: field 'bboxes' covers {len(bboxes_raw)} frames but the 5-fps grid of frames "
@@ -184,9 +186,11 @@ class GroundedRecord:
             try:
                 arr = np.asarray(frame_boxes if len(frame_boxes) else np.zeros((0, 4)), dtype=np.float64).reshape(-1, 4)
             except (ValueError, TypeError) as err:
-                raise RecordError(f"{where}: field 'bboxes[{i}]' is not a list of [x1, y1, x2, y2] boxes ({err})") from None
+                raise RecordError(
+                    f"{where}: field 'bboxes[{i}]' is not a list of [x1, y1, x2, y2] boxes ({err})") from None
             if len(arr) != len(frame_labels):
-                raise RecordError(f"{where}: frame {i}: {len(arr)} boxes in 'bboxes[{i}]' but {len(frame_labels)} labels in 'labels[{i}]'")
+                raise RecordError(f"{where}: frame {i}: {len(arr)} boxes in 'bboxes[{i}]' "
+                                  f"but {len(frame_labels)} labels in 'labels[{i}]'")
             unknown = [l for l in frame_labels if l not in phrase_set]
             if unknown:
                 raise RecordError(f"{where}: field 'labels[{i}]' has label(s) {unknown} that are not in 'phrases'")
@@ -229,7 +233,8 @@ def _records_from_container(data, source: str) -> list[GroundedRecord]:
         return [GroundedRecord.from_dict(v, source, key=str(k)) for k, v in data.items()]
     if isinstance(data, (list, tuple)):
         return [GroundedRecord.from_dict(v, source, key=f"#{i}") for i, v in enumerate(data)]
-    raise RecordError(f"{source}: expected a dict of records, a list of records or {{'records': [...]}}, got {type(data).__name__}")
+    raise RecordError(f"{source}: expected a dict of records, a list of records or {{'records': [...]}}, "
+                      f"got {type(data).__name__}")
 
 
 def read_records(path: str | Path) -> list[GroundedRecord]:
@@ -287,7 +292,8 @@ def write_records_pickle(records: Iterable[GroundedRecord], path: str | Path, nu
     return path
 
 
-def write_records_pickle_folder(records: Iterable[GroundedRecord], folder: str | Path, numpy_boxes: bool = True) -> Path:
+def write_records_pickle_folder(records: Iterable[GroundedRecord], folder: str | Path,
+                                numpy_boxes: bool = True) -> Path:
     """Public layout: one ``{video_id}_{clip_id}.pkl`` per record."""
     import pickle
 

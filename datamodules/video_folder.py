@@ -95,7 +95,8 @@ def probe_video(path: Path, video_id: str) -> VideoInfo:
         return VideoInfo(path, video_id, num_frames, video.fps, video.width, video.height)
 
 
-def plan_clips(num_grid_frames: int, clip_frames: int | None, stride_frames: int | None = None) -> list[tuple[int, int]]:
+def plan_clips(num_grid_frames: int, clip_frames: int | None,
+               stride_frames: int | None = None) -> list[tuple[int, int]]:
     """Half-open ``(start, stop)`` ranges of grid positions, one per clip.
 
     Clips start every ``stride_frames`` (default: ``clip_frames``, a tiling); a last clip aligned

@@ -152,7 +152,8 @@ def _boxes_from_frame_lists(trajectories: list, target: int, frames: np.ndarray,
                 try:
                     out[f] = [float(b["xmin"]), float(b["ymin"]), float(b["xmax"]), float(b["ymax"])]
                 except (KeyError, TypeError, ValueError):
-                    raise RecordError(f"{where}: frame {f}: bbox must be {{xmin, ymin, xmax, ymax}}, got {b!r}") from None
+                    raise RecordError(
+                        f"{where}: frame {f}: bbox must be {{xmin, ymin, xmax, ymax}}, got {b!r}") from None
                 break
     return out
 
@@ -321,8 +322,8 @@ class VidSTGDataModule(GroundedVideoDataModule):
             trajectories (not needed for TubeDETR's files).
         segment: ``tube`` (the clip spans the GT tube; the paper's setting) or ``used``.
         grid: ``tubedetr`` (the frames TubeDETR samples and evaluates, which
-            ``VidSTGEvaluation`` scores by default) or ``project`` (``range(start, end, round(fps / 5))``, the grid of the
-            other datasets; evaluate it with the callback's ``grid: record``).
+            ``VidSTGEvaluation`` scores by default) or ``project`` (``range(start, end, round(fps / 5))``, the
+            grid of the other datasets; evaluate it with the callback's ``grid: record``).
     """
 
     def __init__(self, vidor_annotations: str | None = None, segment: str = "tube", grid: str = "tubedetr",

@@ -3,7 +3,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from cli import cli_main
 from tests.fixtures.paths import ROOT
@@ -66,7 +65,8 @@ def test_resume_keeps_step_and_schedule(tiny_synthetic_root, tmp_path):
 
 
 @pytest.mark.parametrize("overlay, check", [
-    ("no_adapters.yaml", lambda m: len(m.model.global_encoder.adapters) == 0 and len(m.model.grounding_encoder.adapters) == 0),
+    ("no_adapters.yaml",
+     lambda m: len(m.model.global_encoder.adapters) == 0 and len(m.model.grounding_encoder.adapters) == 0),
     ("frozen_decoder.yaml", lambda m: not any(p.requires_grad for p in m.model.box_decoder.parameters())),
     ("frozen_vl_lq.yaml", lambda m: not any(p.requires_grad for p in m.model.global_encoder.projector.parameters())
      and not any(p.requires_grad for p in m.model.query_projector.parameters())),

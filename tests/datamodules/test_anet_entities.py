@@ -6,11 +6,22 @@ import numpy as np
 import pytest
 
 from datamodules.anet_entities import (
-    ActivityNetEntitiesDataModule, ActivityNetEntitiesDataset, read_anet_entities, sampled_frame_times,
+    ActivityNetEntitiesDataModule,
+    ActivityNetEntitiesDataset,
+    read_anet_entities,
+    sampled_frame_times,
 )
 from metrics.anet_entities import (
-    ANetEntitiesMetric, anet_overlap, evaluate_anet_entities, evaluate_gt_grounding, load_reference, main,
-    reference_from_records, spacy_lemmatizer, submission_from_predictions, tagged_word_indices,
+    ANetEntitiesMetric,
+    anet_overlap,
+    evaluate_anet_entities,
+    evaluate_gt_grounding,
+    load_reference,
+    main,
+    reference_from_records,
+    spacy_lemmatizer,
+    submission_from_predictions,
+    tagged_word_indices,
 )
 from tests.fixtures.public_datasets import ANET_FPS, anet_segments, write_anet_public
 
@@ -195,8 +206,8 @@ def test_predictions_become_a_submission(lemmatize):
     assert got[0, 2].tolist() == boxes["A"] and got[3, 2].tolist() == boxes["C"] and got[1, 2].tolist() == boxes["B"]
     assert not got[2].any() and not got[:, [0, 1, 3, 4, 5, 6, 7, 8, 9]].any()
     # teacher-forced: the phrases are the reference's tagged words -> the reference's word indices
-    forced = {"v_val000001_0": {"phrases": ["man", "ball", "man"], "tagged_caption": "a <p>man</p> , <p>ball</p> <p>man</p>",
-                                "frames": []}}
+    forced = {"v_val000001_0": {"phrases": ["man", "ball", "man"],
+                                "tagged_caption": "a <p>man</p> , <p>ball</p> <p>man</p>", "frames": []}}
     assert submission_from_predictions(forced, _reference(), lemmatize)["v_val000001"]["0"]["idx_in_sent"] == [1, 4, 7]
 
 
@@ -209,7 +220,8 @@ def test_online_metric_and_offline_cli_agree(public, tmp_path, lemmatize, capsys
         for f, (b, l) in enumerate(zip(r.bboxes, r.labels)):
             if len(b):
                 frames.append({"frame": f, "boxes": (b + rng.normal(0, 20, b.shape)).round(1).tolist(), "labels": l})
-        preds[r.key] = {"caption": r.caption, "tagged_caption": r.tagged_caption, "phrases": r.phrases, "frames": frames}
+        preds[r.key] = {"caption": r.caption, "tagged_caption": r.tagged_caption, "phrases": r.phrases,
+                        "frames": frames}
     metric = ANetEntitiesMetric(lemmatize=lemmatize)
     metric.set_references(records)
     metric.update(preds)

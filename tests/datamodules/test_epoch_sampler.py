@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import core  # noqa: F401
 
-import lightning as L  # noqa: E402
-import torch  # noqa: E402
-from torch.utils.data import Dataset  # noqa: E402
+import lightning as L
+import torch
+from torch.utils.data import Dataset
 
-from datamodules.epoch_sampler import EpochDataLoader, EpochIndexSampler  # noqa: E402
+from datamodules.epoch_sampler import EpochDataLoader, EpochIndexSampler
 
 
 class _IndexEpoch(Dataset):

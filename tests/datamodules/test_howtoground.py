@@ -8,13 +8,21 @@ import pytest
 
 from datamodules.grounded_dataset import GroundedClipDataset
 from datamodules.howtoground import (
-    HowToGroundDataModule, LazyRecords, build_index, merge_instances, open_lazy_records, read_keys_file,
+    HowToGroundDataModule,
+    LazyRecords,
+    build_index,
+    merge_instances,
+    open_lazy_records,
+    read_keys_file,
     record_from_file,
 )
 from datamodules.records import RecordError, read_records
 from metrics.evaluate import evaluate_files
 from tests.fixtures.public_datasets import (
-    MISSING_VIDEO_KEY, TRICKY_PHRASE, howtoground_records, write_howtoground_public,
+    MISSING_VIDEO_KEY,
+    TRICKY_PHRASE,
+    howtoground_records,
+    write_howtoground_public,
 )
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)
@@ -158,7 +166,8 @@ def test_raw_and_processed_iground(public):
         boxes_raw, present_raw = r.phrase_boxes()
         boxes_proc, present_proc = processed[key].phrase_boxes()
         assert np.array_equal(boxes_raw, boxes_proc) and np.array_equal(present_raw, present_proc)
-    assert sum(len(b) for r in raw.values() for b in r.bboxes) > sum(len(b) for r in processed.values() for b in r.bboxes)
+    assert (sum(len(b) for r in raw.values() for b in r.bboxes)
+            > sum(len(b) for r in processed.values() for b in r.bboxes))
 
 
 def test_offline_evaluator_gives_one_report_for_every_layout(public, tmp_path):
@@ -172,10 +181,12 @@ def test_offline_evaluator_gives_one_report_for_every_layout(public, tmp_path):
                 noisy = (boxes + rng.normal(0, 2, boxes.shape)).round(2)
                 frames.append({"frame": int(f), "boxes": noisy.tolist(), "labels": list(labels),
                                "scores": rng.uniform(0.3, 1, len(boxes)).round(3).tolist()})
-        preds[r.key] = {"caption": r.caption, "tagged_caption": r.tagged_caption, "phrases": r.phrases, "frames": frames}
+        preds[r.key] = {"caption": r.caption, "tagged_caption": r.tagged_caption, "phrases": r.phrases,
+                        "frames": frames}
     pred_path = tmp_path / "pred.json"
     pred_path.write_text(json.dumps(preds))
-    reports = {layout: evaluate_files(public[layout], pred_path, **FAST) for layout in ("folder", "pickle", "json", "raw")}
+    reports = {layout: evaluate_files(public[layout], pred_path, **FAST)
+               for layout in ("folder", "pickle", "json", "raw")}
     assert reports["folder"] == reports["pickle"] == reports["json"] == reports["raw"]
     assert 0.5 < reports["json"]["metrics"]["mIoU"] < 1.0
 

@@ -63,7 +63,8 @@ def grammar_captions(n, seed=0):
     """Captions as the synthetic generator writes them (its vocabulary, distinct objects, clause order)."""
     rng = np.random.default_rng(seed)
     identities = [(c, s) for c in COLOURS for s in SHAPES]
-    clauses = {"enters": lambda: f"enters from the {rng.choice(SIDES)}", "leaves": lambda: f"leaves to the {rng.choice(SIDES)}",
+    clauses = {"enters": lambda: f"enters from the {rng.choice(SIDES)}",
+               "leaves": lambda: f"leaves to the {rng.choice(SIDES)}",
                "moves": lambda: f"moves {rng.choice(DIRECTIONS)}", "stays": lambda: "stays still",
                "bounces": lambda: "bounces up and down", "hides": lambda: "hides behind the wall",
                "emerges": lambda: "emerges from behind the wall", "passes": lambda: "passes behind the wall"}
@@ -72,7 +73,8 @@ def grammar_captions(n, seed=0):
         k = int(rng.integers(1, 4))
         objects = [identities[i] for i in rng.choice(len(identities), k, replace=False)]
         actions = sorted(rng.choice(list(CLAUSE_ORDER), k), key=lambda a: (CLAUSE_ORDER[a], rng.random()))
-        out.append(", then ".join(f"{indefinite_article(c)} {c} {s} {clauses[a]()}" for (c, s), a in zip(objects, actions)) + ".")
+        out.append(", then ".join(f"{indefinite_article(c)} {c} {s} {clauses[a]()}"
+                                  for (c, s), a in zip(objects, actions)) + ".")
     return out
 
 
@@ -164,7 +166,8 @@ def test_inflection_helpers():
         assert inflect_verb(verb, form, irregular) == expected, (verb, form)
     assert [pluralize(w) for w in ("boot", "box", "knife", "lady", "man", "toy")] == \
         ["boots", "boxes", "knives", "ladies", "men", "toys"]
-    assert [indefinite_article(w) for w in ("orange", "red", "hour", "unicorn", "apple")] == ["an", "a", "an", "a", "an"]
+    assert [indefinite_article(w) for w in ("orange", "red", "hour", "unicorn", "apple")] == [
+        "an", "a", "an", "a", "an"]
 
 
 # ----------------------------------------------------------------------------- substitutes
@@ -435,8 +438,8 @@ def test_closed_domain_leaves_no_text_only_cue(closed_rows):
     ranks the other half's corruptions: near zero on closed-domain data, clearly positive on the
     open-vocabulary rules' corruptions of the same captions, which leave wording cues."""
     rows, _, _, captions = closed_rows
-    open_rows, _ = generate_corruptions(sources(captions), RuleBackend(in_domain="require", max_climb=4, climb_decay=1.0),
-                                        per_caption=10, seed=2)
+    backend = RuleBackend(in_domain="require", max_climb=4, climb_decay=1.0)
+    open_rows, _ = generate_corruptions(sources(captions), backend, per_caption=10, seed=2)
     closed_tau = _text_only_tau(balance_by_score(rows, seed=0, by_size=True))
     open_tau = _text_only_tau(balance_by_score(open_rows, seed=0))
     assert abs(closed_tau) < 0.1 and open_tau > 0.25, (closed_tau, open_tau)  # held-out n ~ 350: sd ~ 0.035

@@ -8,8 +8,7 @@ import pytest
 from datamodules.records import GroundedRecord, annotation_grid
 from datamodules.sampling import centre_frames
 from datamodules.video import PyAVVideoSource, write_video
-from datamodules.video_folder import (VideoFolderDataset, VideoInfo, clip_records, list_videos, plan_clips,
-                                      video_ids)
+from datamodules.video_folder import VideoFolderDataset, VideoInfo, clip_records, list_videos, plan_clips, video_ids
 from tests.fixtures.tiny_cli import tiny_cli_args
 
 

@@ -7,8 +7,15 @@ import numpy as np
 import pytest
 
 from datamodules.records import (
-    GroundedRecord, RecordError, annotation_grid, read_records, strip_tags, tagged_phrases, write_records_json,
-    write_records_pickle, write_records_pickle_folder,
+    GroundedRecord,
+    RecordError,
+    annotation_grid,
+    read_records,
+    strip_tags,
+    tagged_phrases,
+    write_records_json,
+    write_records_pickle,
+    write_records_pickle_folder,
 )
 from datamodules.safe_pickle import UnsafePickleError, safe_load, safe_loads
 

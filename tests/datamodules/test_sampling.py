@@ -58,8 +58,9 @@ def test_redraw_until_visible():
         hits += visible[idx].any()
     # one draw hits with p = 1/5; eleven draws with p = 1 - 0.8**11 ~ 0.91
     assert hits / 200 > 0.8
-    no_redraw = sum(visible[sample_segment_frames(n, T, True, sample_rng(0, 0, i), visible=visible, max_redraws=0)].any()
-                    for i in range(200))
+    no_redraw = sum(
+        visible[sample_segment_frames(n, T, True, sample_rng(0, 0, i), visible=visible, max_redraws=0)].any()
+        for i in range(200))
     assert no_redraw / 200 < 0.35
     # nothing visible anywhere: still a valid draw
     idx = sample_segment_frames(n, T, True, sample_rng(0, 0, 0), visible=np.zeros(n, bool))

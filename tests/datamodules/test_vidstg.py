@@ -7,8 +7,15 @@ import pytest
 
 from datamodules.records import GroundedRecord, RecordError
 from datamodules.vidstg import VidSTGDataModule, read_vidstg
-from metrics.vidstg import (VidSTGMetric, VidSTGSentence, evaluate_vidstg, evaluate_vidstg_sentences, main,
-                            sentence_vious, tubedetr_frame_grid)
+from metrics.vidstg import (
+    VidSTGMetric,
+    VidSTGSentence,
+    evaluate_vidstg,
+    evaluate_vidstg_sentences,
+    main,
+    sentence_vious,
+    tubedetr_frame_grid,
+)
 from tests.fixtures.public_datasets import VIDSTG_TUBE, _vidor_box, write_vidstg_public
 
 
@@ -318,7 +325,8 @@ def test_offline_evaluator_reads_both_layouts_alike(public, tmp_path, capsys):
         preds[r.key] = {"caption": r.caption, "phrases": [r.caption], "frames": frames}
     path = tmp_path / "pred.json"
     path.write_text(json.dumps(preds))
-    a = main(["--annotations", str(public["original"]), "--vidor-annotations", str(public["vidor"]), "--pred", str(path)])
+    a = main(["--annotations", str(public["original"]), "--vidor-annotations", str(public["vidor"]),
+              "--pred", str(path)])
     b = main(["--annotations", str(public["tubedetr"]), "--pred", str(path), "--out", str(tmp_path / "r.json")])
     assert a == b
     assert 0 < a["all_m_vIoU"] < 1 and a["interrogative_m_vIoU"] < a["declarative_m_vIoU"]

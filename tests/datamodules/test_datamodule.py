@@ -45,7 +45,8 @@ def test_training_sample_contents(records, tiny_synthetic_root):
     boxes, present = r.phrase_boxes()
     pos = [grid.index(int(f)) for f in s["frame_indices"]]
     x1, y1, x2, y2 = np.moveaxis(boxes[pos], -1, 0)
-    expected = np.stack([(x1 + x2) / 2 / r.width, (y1 + y2) / 2 / r.height, (x2 - x1) / r.width, (y2 - y1) / r.height], -1)
+    expected = np.stack([(x1 + x2) / 2 / r.width, (y1 + y2) / 2 / r.height,
+                         (x2 - x1) / r.width, (y2 - y1) / r.height], -1)
     expected = expected * present[pos][..., None]
     assert np.allclose(s["boxes"].numpy(), expected, atol=1e-6)
     assert (s["present"].numpy() == present[pos]).all()
@@ -66,7 +67,8 @@ def test_collate_shapes_dtypes_and_tokens(records, tiny_synthetic_root, prompter
     batch = GroundedCollate(prompter)([ds[i] for i in range(3)])
     B, P = 3, max(len(r.phrases) for r in records[:3])
     assert batch["global_frames"].shape[:2] == (B, 10) and batch["boxes"].shape == (B, 10, P, 4)
-    assert batch["phrase_mask"].dtype == torch.bool and batch["phrase_mask"].sum(1).tolist() == [len(r.phrases) for r in records[:3]]
+    assert batch["phrase_mask"].dtype == torch.bool
+    assert batch["phrase_mask"].sum(1).tolist() == [len(r.phrases) for r in records[:3]]
     assert batch["frame_mask"].all() and batch["size"].tolist() == [[128, 128]] * 3
     ids, labels = batch["input_ids"], batch["labels"]
     assert ids.shape == labels.shape == batch["attention_mask"].shape and ids.dtype == torch.long

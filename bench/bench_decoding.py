@@ -20,7 +20,7 @@ import numpy as np
 
 from datamodules.records import annotation_grid
 from datamodules.sampling import centre_frames
-from datamodules.synthetic import SyntheticConfig, clip_rng, generate_clip
+from datamodules.synthetic_scenes import SyntheticConfig, clip_rng, generate_clip
 from datamodules.video import PyAVVideoSource, write_video
 
 FPS, NUM_FRAMES = 25, 200

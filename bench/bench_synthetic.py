@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from datamodules.synthetic import SyntheticConfig, clip_rng, generate_clip, generate_synthetic_dataset
+from datamodules.synthetic import generate_synthetic_dataset
+from datamodules.synthetic_scenes import SyntheticConfig, clip_rng, generate_clip
 
 
 def cpu_seconds() -> float:

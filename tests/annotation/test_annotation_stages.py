@@ -28,7 +28,7 @@ from annotation.prompts import (
 )
 from annotation.svo import SVOParser, third_person
 from annotation.tracks import build_record
-from datamodules.synthetic import SyntheticConfig, clip_rng, generate_clip
+from datamodules.synthetic_scenes import SyntheticConfig, clip_rng, generate_clip
 
 
 @pytest.fixture(scope="module")

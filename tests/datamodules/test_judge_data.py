@@ -20,7 +20,7 @@ from datamodules.judge_llm_backend import LLMBackend, parse_llm_caption, parse_l
 from datamodules.judge_readers import JudgeDataError, read_activitynet_captions, read_judge_jsonl, read_vatex_eval
 from datamodules.judge_rule_backend import RuleBackend
 from datamodules.judge_targets import explain, factual_score, likert_score, substituted_spans
-from datamodules.synthetic import COLOURS, DIRECTIONS, SHAPES, SIDES
+from datamodules.synthetic_scenes import COLOURS, DIRECTIONS, SHAPES, SIDES
 
 SYNTHETIC_COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "white")
 SYNTHETIC_SHAPES = ("circle", "square", "triangle", "diamond", "cross")
@@ -49,7 +49,7 @@ def synthetic_captions(n, seed=0):
     return out
 
 
-# The synthetic captions' grammar (datamodules/synthetic.py): distinct colour x shape objects, one
+# The synthetic captions' grammar (datamodules/synthetic_scenes.py): distinct colour x shape objects, one
 # clause per object in order of first appearance, so objects in view from the start come first
 # (those behind the wall drawn first), then those that enter, then those that emerge.
 CLAUSE_ORDER = {"hides": 0, "passes": 0, "leaves": 1, "moves": 1, "stays": 1, "bounces": 1, "enters": 2, "emerges": 3}

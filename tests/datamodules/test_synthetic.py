@@ -8,7 +8,8 @@ import pytest
 
 from datamodules import synthetic
 from datamodules.records import GroundedRecord, read_records, tagged_phrases
-from datamodules.synthetic import (
+from datamodules.synthetic import generate_synthetic_dataset, summarize_dataset
+from datamodules.synthetic_scenes import (
     ACTIONS,
     COLOURS,
     SHAPES,
@@ -17,10 +18,8 @@ from datamodules.synthetic import (
     clip_rng,
     draw_shape,
     generate_clip,
-    generate_synthetic_dataset,
     render_frames,
     sample_scene,
-    summarize_dataset,
 )
 from datamodules.video import open_video
 

@@ -29,7 +29,6 @@ NO_SYSTEM_TEMPLATE = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ r
 def tiny_models(tmp_path_factory):
     """Folders of a tiny GIT captioner, a tiny OWLv2 detector and a tiny Llama chat model."""
     from transformers import (
-        AutoTokenizer,
         CLIPImageProcessor,
         CLIPTokenizerFast,
         GitConfig,
@@ -45,7 +44,9 @@ def tiny_models(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("tiny_models")
     torch.manual_seed(0)
-    tok = AutoTokenizer.from_pretrained(str(ROOT / "data" / "tiny_tokenizer"))
+    from models.tiny_tokenizer import build_tiny_tokenizer
+
+    tok = build_tiny_tokenizer(root / "tokenizer")  # offline, built here: nothing else need have run first
     small = dict(hidden_size=32, intermediate_size=37, num_hidden_layers=1, num_attention_heads=2)
     vision = dict(small, image_size=32, patch_size=16)
     ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)

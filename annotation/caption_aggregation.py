@@ -61,7 +61,24 @@ def _may_be_one_object(name: str, other: str) -> bool:
     return bool(content & (set(other_words) - GENERIC_WORDS))
 
 
-class RuleCaptionAggregator:
+class _FrameCaptionInput:
+    """What Stage 2 reads from the frame captions: SVO triplets (the paper) or the captions whole
+    (its "full captions instead of SVO" variant). The parser loads on first use."""
+
+    def _set_input(self, input: str, parser: SVOParser | None) -> None:
+        if input not in ("svo", "captions"):
+            raise ValueError(f"stage2.input must be 'svo' or 'captions', got {input!r}")
+        self.input = input
+        self._parser = parser if parser is not None or input == "captions" else SVOParser()
+
+    @property
+    def parser(self) -> SVOParser:
+        if self._parser is None:
+            self._parser = SVOParser()
+        return self._parser
+
+
+class RuleCaptionAggregator(_FrameCaptionInput):
     """Offline Stage 2. ``min_share``: fewest frames (share of the clip's sampled frames) naming an
     object for it to be salient; ``max_subjects``: most objects per caption; ``merge_overlap``:
     largest share of frames two names may share and still be merged as one object."""
@@ -70,18 +87,9 @@ class RuleCaptionAggregator:
 
     def __init__(self, input: str = "svo", min_share: float = 0.2, max_subjects: int = 3,
                  merge_overlap: float = 0.1, parser: SVOParser | None = None):
-        if input not in ("svo", "captions"):
-            raise ValueError(f"stage2.input must be 'svo' or 'captions', got {input!r}")
-        self.input = input
+        self._set_input(input, parser)
         self.min_share, self.max_subjects = float(min_share), int(max_subjects)
         self.merge_overlap = float(merge_overlap)
-        self._parser = parser if parser is not None or input == "captions" else SVOParser()
-
-    @property
-    def parser(self) -> SVOParser:
-        if self._parser is None:
-            self._parser = SVOParser()
-        return self._parser
 
     def aggregate(self, clips: list[ClipFrameAnnotations]) -> list[VideoCaption | Rejection]:
         if self.input == "captions":
@@ -178,22 +186,14 @@ class RuleCaptionAggregator:
         return VideoCaption(caption, tuple(dict.fromkeys(tagged_phrases(caption))))
 
 
-class LLMCaptionAggregator:
+class LLMCaptionAggregator(_FrameCaptionInput):
     """Stage 2 with an LLM and the Figure 11 prompt; ``input``: ``svo`` (the paper) or ``captions``."""
 
     name = "llm"
 
     def __init__(self, chat: ChatBackend, input: str = "svo", max_retries: int = 2, parser: SVOParser | None = None):
-        if input not in ("svo", "captions"):
-            raise ValueError(f"stage2.input must be 'svo' or 'captions', got {input!r}")
-        self.chat, self.input, self.max_retries = chat, input, int(max_retries)
-        self._parser = parser if parser is not None or input == "captions" else SVOParser()
-
-    @property
-    def parser(self) -> SVOParser:
-        if self._parser is None:
-            self._parser = SVOParser()
-        return self._parser
+        self._set_input(input, parser)
+        self.chat, self.max_retries = chat, int(max_retries)
 
     def conversations(self, clips: list[ClipFrameAnnotations]) -> list[list[dict]]:
         if self.input == "captions":

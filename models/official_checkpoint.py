@@ -209,11 +209,12 @@ def convert_official(official: Mapping[str, Tensor], target: Mapping[str, Tensor
     return converted, report
 
 
-def read_official(path: str | Path) -> dict[str, Tensor]:
-    """An official state dict from a ``.bin``/``.pt`` file or a Hugging Face folder, lazily.
+def read_official(path: str | Path, shapes_only: bool = False) -> dict[str, Tensor]:
+    """An official state dict from a ``.bin``/``.pt`` file or a Hugging Face folder.
 
-    Files are read with ``weights_only=True`` and memory-mapped (safetensors are opened lazily),
-    so only the tensors that are used are ever read from disk; meta tensors load as they are.
+    ``.bin`` files are read with ``weights_only=True`` and memory-mapped, so a tensor's data is
+    read from disk only when used; meta tensors load as they are. With ``shapes_only``,
+    safetensors give meta tensors from their headers, without reading any data.
     """
     path = Path(path)
     if path.is_dir():
@@ -223,14 +224,26 @@ def read_official(path: str | Path) -> dict[str, Tensor]:
                 f"{path}: a Hugging Face folder must hold *.safetensors or pytorch_model*.bin files")
         state: dict[str, Tensor] = {}
         for file in files:
-            state.update(_read_file(file))
+            state.update(_read_file(file, shapes_only))
         return state
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such checkpoint file or folder")
-    return _read_file(path)
+    return _read_file(path, shapes_only)
 
 
-def _read_file(path: Path) -> dict[str, Tensor]:
+def _read_file(path: Path, shapes_only: bool) -> dict[str, Tensor]:
+    if shapes_only and path.suffix == ".safetensors":
+        from safetensors import safe_open
+
+        dtypes = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16, "F64": torch.float64,
+                  "I64": torch.int64, "I32": torch.int32, "BOOL": torch.bool, "U8": torch.uint8}
+        with safe_open(str(path), framework="pt") as handle:
+            out = {}
+            for key in handle.keys():
+                view = handle.get_slice(key)
+                out[key] = torch.empty(view.get_shape(), dtype=dtypes.get(view.get_dtype(), torch.float32),
+                                       device="meta")
+            return out
     return load_state_dict_file(path, "checkpoint")
 
 
@@ -270,7 +283,7 @@ def target_model(config_paths: list[str | Path]) -> tuple[dict[str, Tensor], lis
 def check_official(checkpoint: str | Path, config_paths: list[str | Path]) -> tuple[ConversionReport, list[str]]:
     """Every key and shape of an official checkpoint against the configured model, reading no weights."""
     target, notes = target_model(config_paths)
-    official = read_official(checkpoint)
+    official = read_official(checkpoint, shapes_only=True)
     _, report = convert_official(official, target, materialize=lambda t: t.to("meta"), device="meta")
     return report, notes
 

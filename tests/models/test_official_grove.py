@@ -125,6 +125,10 @@ def test_real_size_meta_checkpoint_checks_without_weights(tmp_path):
     assert any("tokenizer_path" in n for n in notes)
 
 
+def tiny_grove_state() -> dict:
+    return Grove(**model_configs_from_yaml(TINY)).state_dict()
+
+
 def test_hugging_face_folder_reads_like_the_bin(tmp_path, tiny_file):
     from safetensors.torch import save_file
 
@@ -135,6 +139,11 @@ def test_hugging_face_folder_reads_like_the_bin(tmp_path, tiny_file):
     save_file({k: state[k] for k in keys[200:]}, str(tmp_path / "hf" / "model-00002-of-00002.safetensors"))
     report, _ = check_official(tmp_path / "hf", TINY)
     assert report.ok
+    headers = read_official(tmp_path / "hf", shapes_only=True)  # the check reads headers, no data
+    assert all(t.is_meta for t in headers.values())
+    assert {k: (t.shape, t.dtype) for k, t in headers.items()} == {k: (t.shape, t.dtype) for k, t in state.items()}
+    converted, report = convert_official(read_official(tmp_path / "hf"), tiny_grove_state())
+    assert report.ok and torch.equal(converted["query_projector.0.weight"], state["model.text_hidden_fcs.0.0.weight"])
 
 
 def test_clip_tower_equals_transformers_clip_vision_model(tiny_file, tiny_grove):

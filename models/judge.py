@@ -171,7 +171,7 @@ class VCInspectorJudge(nn.Module):
             load_vision_weights(base.model.visual, vision_checkpoint)
         base.requires_grad_(False)
         if gradient_checkpointing:
-            base.gradient_checkpointing_enable()
+            base.activation_checkpointing_enable()
             base.enable_input_require_grads()
         self.model = self._with_adapter(base, lora, adapter_path)
         if train_vision:

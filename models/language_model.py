@@ -91,7 +91,7 @@ class GroveLanguageModel(nn.Module):
             for name, param in self.model.named_parameters():  # freezing is Grove.configure_trainable's job
                 param.requires_grad_(before.get(name.replace(".base_layer", ""), True))
         if config.gradient_checkpointing:
-            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            self.model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
         self.det_token_id = self.tokenizer.convert_tokens_to_ids(DET_TOKEN)
         self.video_token_id = (OFFICIAL_VIDEO_INDEX if config.special_tokens == "official"
                                else self.tokenizer.convert_tokens_to_ids(VIDEO_TOKEN))

@@ -9,11 +9,11 @@ variable named by ``api_key_env``.
 """
 from __future__ import annotations
 
-import json
+from core.chat_completions import chat_completions_url, post_chat_completion
+
 import os
 import time
 import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
@@ -28,7 +28,7 @@ class OpenAIChat:
                  http_retries: int = 2, api_key_env: str | None = "OPENAI_API_KEY", seed: int | None = 0):
         if not str(url).startswith(("http://", "https://")):
             raise ValueError(f"llm.url must start with http:// or https://, got {url!r}")
-        self.endpoint = str(url).rstrip("/") + "/chat/completions"
+        self.endpoint = chat_completions_url(url)
         self.model, self.max_tokens = model, int(max_tokens)
         self.temperature, self.retry_temperature = float(temperature), float(retry_temperature)
         self.timeout_s, self.concurrency = float(timeout_s), max(1, int(concurrency))
@@ -36,28 +36,21 @@ class OpenAIChat:
         self.api_key_env, self.seed = api_key_env, seed
 
     def _post(self, body: dict) -> str:
-        headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        data = json.dumps(body).encode()
         last = "no attempt"
         for attempt in range(1 + max(0, self.http_retries)):
             if attempt:
                 time.sleep(min(2.0 ** attempt * 0.25, 5.0))
-            request = urllib.request.Request(self.endpoint, data=data, headers=headers, method="POST")
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    payload = json.loads(response.read().decode())
-                return str(payload["choices"][0]["message"]["content"] or "")
+                return post_chat_completion(self.endpoint, body, key, self.timeout_s)
             except urllib.error.HTTPError as err:
                 last = f"HTTP {err.code} from {self.endpoint}"
                 if 400 <= err.code < 500 and err.code not in (408, 429):
                     break  # the request itself is wrong: retrying will not help
             except (urllib.error.URLError, TimeoutError, OSError) as err:
                 last = f"{self.endpoint}: {getattr(err, 'reason', err)}"
-            except (ValueError, KeyError, IndexError, TypeError) as err:
-                last = f"{self.endpoint}: malformed chat-completions response ({type(err).__name__}: {err})"
+            except ValueError as err:
+                last = f"malformed chat-completions response: {err}"
         raise ChatBackendError(last)
 
     def complete(self, conversations: Sequence[list[dict]], attempt: int = 0) -> list[str]:

@@ -6,11 +6,11 @@ Requests run concurrently; a failed request gives that pair an error, never a sc
 """
 from __future__ import annotations
 
+from core.chat_completions import chat_completions_url, post_chat_completion
+
 import base64
 import io
-import json
 import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
@@ -41,7 +41,7 @@ class EndpointJudge:
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, concurrency: int = 8,
                  timeout_s: float = 120.0):
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.url = chat_completions_url(base_url)
         self.model = model
         self.api_key = api_key
         self.concurrency = max(1, int(concurrency))
@@ -53,18 +53,8 @@ class EndpointJudge:
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
 
     def complete(self, messages: list[dict], max_new_tokens: int) -> str:
-        body = json.dumps({"model": self.model, "messages": messages, "temperature": 0.0,
-                           "max_tokens": int(max_new_tokens)}).encode("utf-8")
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-        with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-            reply = json.loads(response.read().decode("utf-8"))
-        try:
-            return reply["choices"][0]["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError):
-            raise ValueError(f"{self.url} answered without choices[0].message.content: {str(reply)[:200]}") from None
+        body = {"model": self.model, "messages": messages, "temperature": 0.0, "max_tokens": int(max_new_tokens)}
+        return post_chat_completion(self.url, body, self.api_key, self.timeout_s)
 
     def _one(self, frames: np.ndarray, caption: str, max_new_tokens: int) -> JudgeAnswer:
         try:

@@ -19,7 +19,7 @@ import numpy as np
 from torch.utils.data import Dataset
 
 from datamodules.judge_dataset import JudgeDataset
-from datamodules.judge_readers import JudgeDataError
+from datamodules.judge_readers import JudgeDataError, iter_jsonl
 from datamodules.video import VideoDecodeError
 
 CLIP_RANGES = (("start_s", "end_s"), ("start_frame", "end_frame"))
@@ -64,15 +64,7 @@ def read_pairs(path: str | Path) -> list[dict[str, Any]]:
             for number, raw in enumerate(reader, 2):
                 rows.append(_pair_row(raw, f"{path}, row {number}", str(number - 2)))
     else:
-        with path.open() as f:
-            for number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    raw = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise JudgeDataError(f"{path}, line {number}: not valid JSON ({err})") from None
-                rows.append(_pair_row(raw, f"{path}, line {number}", str(number - 1)))
+        rows = [_pair_row(raw, f"{path}, line {number}", str(number - 1)) for number, raw in iter_jsonl(path)]
     keys = [r["key"] for r in rows]
     if len(set(keys)) != len(keys):
         raise JudgeDataError(f"{path}: keys must be unique (a resumed run finds pairs by key)")

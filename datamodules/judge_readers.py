@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -21,22 +21,24 @@ class JudgeDataError(ValueError):
     """A judge data file is malformed; the message names the file, the row and the field."""
 
 
-def read_judge_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a judge JSONL file, validated (errors name file, line and field)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"judge data file {path} does not exist")
-    rows = []
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each non-blank line; a line that is not JSON is an error naming it."""
     with path.open() as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                yield number, json.loads(line)
             except json.JSONDecodeError as err:
                 raise JudgeDataError(f"{path}, line {number}: not valid JSON ({err})") from None
-            rows.append(validate_row(row, f"{path}, line {number}"))
-    return rows
+
+
+def read_judge_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a judge JSONL file, validated (errors name file, line and field)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"judge data file {path} does not exist")
+    return [validate_row(row, f"{path}, line {number}") for number, row in iter_jsonl(path)]
 
 
 def validate_row(row: Any, where: str) -> dict[str, Any]:

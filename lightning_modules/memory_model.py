@@ -22,12 +22,13 @@ modelled, all with bf16 compute as Lightning and DeepSpeed run it:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
-import yaml
 from torch import nn
+
+from models.configs import read_stacked_yaml
 
 STRATEGIES = ("ddp", "zero2", "fsdp")
 GIB = 2 ** 30
@@ -42,20 +43,7 @@ FSDP_UNIT_CLASSES = ("LlamaDecoderLayer", "ResidualAttentionBlock", "Block", "Sp
 # --------------------------------------------------------------------------------------- config
 def read_config(paths: list[str | Path]) -> dict:
     """The merged YAML of one or more stacked configs (later files override earlier keys)."""
-    def merge(base: dict, extra: dict) -> dict:
-        out = dict(base)
-        for key, value in extra.items():
-            out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-        return out
-
-    merged: dict = {}
-    for path in paths:
-        text = Path(path).read_text()
-        loaded = yaml.safe_load(text) or {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{path}: a config must be a YAML mapping")
-        merged = merge(merged, loaded)
-    return merged
+    return read_stacked_yaml(paths)
 
 
 def build_meta_module(config: dict, layers: int | None = None, device: str = "meta"):
@@ -66,7 +54,7 @@ def build_meta_module(config: dict, layers: int | None = None, device: str = "me
     random weights (the CPU benchmark's setup).
     """
     from lightning_modules.grove_module import GroveModule
-    from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
+    from models.configs import part_configs
 
     model = config.get("model") or {}
     if model.get("class_path", "lightning_modules.GroveModule").rsplit(".", 1)[-1] != "GroveModule":
@@ -74,16 +62,9 @@ def build_meta_module(config: dict, layers: int | None = None, device: str = "me
     args = dict(model.get("init_args") or {})
     args.pop("optimizer", None)
     args.pop("lr_scheduler", None)
-    parts = {"global_encoder": (GlobalEncoderConfig, {"checkpoint": None}),
-             "grounding_encoder": (GroundingEncoderConfig, {"checkpoint": None}),
-             "language_model": (LanguageModelConfig, {"path": None, "tokenizer_path": None}),
-             "decoder": (DecoderConfig, {"checkpoint": None})}
-    for name, (cls, drop) in parts.items():
-        given = dict(args.get(name) or {})
-        unknown = sorted(set(given) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"model.init_args.{name}: unknown keys {unknown}")
-        args[name] = replace(cls(**given), **drop)
+    drop = {"global_encoder": {"checkpoint": None}, "grounding_encoder": {"checkpoint": None},
+            "language_model": {"path": None, "tokenizer_path": None}, "decoder": {"checkpoint": None}}
+    args.update({name: replace(cfg, **drop[name]) for name, cfg in part_configs(args).items()})
     lm = args["language_model"]
     if lm.llama_config is None:
         raise ValueError("model.init_args.language_model.llama_config: the memory model needs the LLM's geometry "

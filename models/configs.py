@@ -162,41 +162,49 @@ def paper_configs(clip_checkpoint: str | None = None, sam_checkpoint: str | None
     }
 
 
-def model_configs_from_yaml(paths: list[str | Path]) -> dict:
-    """``Grove`` keyword arguments (the four part configs) from stacked ``cli.py`` YAML configs.
-
-    Later files override earlier ones key by key, as ``cli.py --config a.yaml --config b.yaml``
-    does; the parts are read from ``model.init_args``. Unknown keys are errors naming the file.
-    """
+def read_stacked_yaml(paths: list[str | Path]) -> dict:
+    """The merged YAML of stacked ``cli.py`` configs: later files override earlier ones key by key,
+    as ``cli.py --config a.yaml --config b.yaml`` does (lists are replaced, not merged)."""
     import yaml
 
+    def merge(base: dict, extra: dict) -> dict:
+        out = dict(base)
+        for key, value in extra.items():
+            out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        return out
+
     merged: dict = {}
-
-    def merge(into: dict, new: dict) -> None:
-        for key, value in new.items():
-            if isinstance(value, dict) and isinstance(into.get(key), dict):
-                merge(into[key], value)
-            else:
-                into[key] = value
-
     for path in paths:
-        with open(path) as handle:
-            data = yaml.safe_load(handle) or {}
-        merge(merged, (data.get("model") or {}).get("init_args") or {})
-    classes = {"global_encoder": GlobalEncoderConfig, "grounding_encoder": GroundingEncoderConfig,
-               "language_model": LanguageModelConfig, "decoder": DecoderConfig}
+        loaded = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{path}: a config must be a YAML mapping")
+        merged = merge(merged, loaded)
+    return merged
+
+
+PART_CONFIGS = {"global_encoder": GlobalEncoderConfig, "grounding_encoder": GroundingEncoderConfig,
+                "language_model": LanguageModelConfig, "decoder": DecoderConfig}
+
+
+def part_configs(init_args: dict, source: str = "config") -> dict:
+    """The four part dataclasses from a GroveModule's ``init_args``; unknown keys are errors naming ``source``."""
     out = {}
-    for name, cls in classes.items():
-        values = dict(merged.get(name) or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
+    for name, cls in PART_CONFIGS.items():
+        values = dict(init_args.get(name) or {})
+        unknown = sorted(set(values) - set(cls.__dataclass_fields__))
         if unknown:
-            raise ValueError(f"{', '.join(map(str, paths))}: model.init_args.{name} has unknown keys {unknown}")
+            raise ValueError(f"{source}: model.init_args.{name} has unknown keys {unknown}")
         for key in ("pool_grid", "adapter_kernel"):
             if key in values:
                 values[key] = tuple(values[key])
         out[name] = cls(**values)
     return out
+
+
+def model_configs_from_yaml(paths: list[str | Path]) -> dict:
+    """``Grove`` keyword arguments (the four part configs) from stacked ``cli.py`` YAML configs."""
+    merged = read_stacked_yaml(paths)
+    return part_configs((merged.get("model") or {}).get("init_args") or {}, ", ".join(map(str, paths)))
 
 
 def require_path(path: str | None, key: str) -> Path:

@@ -34,8 +34,8 @@ from lightning_modules.memory_model import (
     activation_values,
     build_meta_module,
     estimate,
-    read_config,
 )
+from models.configs import read_stacked_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     checkpointing = not args.no_checkpointing
-    config = read_config(args.config or [ROOT / "configs" / "official" / "grove.yaml"])
+    config = read_stacked_yaml(args.config or [ROOT / "configs" / "official" / "grove.yaml"])
     for part in ("global_encoder", "grounding_encoder", "language_model"):
         config["model"]["init_args"][part]["gradient_checkpointing"] = checkpointing
     workload = Workload(frames=args.frames, text_tokens=args.text_tokens, answer_tokens=args.answer_tokens,

@@ -23,12 +23,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import torch
 from torch import nn
-
-from models.configs import read_stacked_yaml
 
 STRATEGIES = ("ddp", "zero2", "fsdp")
 GIB = 2 ** 30
@@ -41,11 +38,6 @@ FSDP_UNIT_CLASSES = ("LlamaDecoderLayer", "ResidualAttentionBlock", "Block", "Sp
 
 
 # --------------------------------------------------------------------------------------- config
-def read_config(paths: list[str | Path]) -> dict:
-    """The merged YAML of one or more stacked configs (later files override earlier keys)."""
-    return read_stacked_yaml(paths)
-
-
 def build_meta_module(config: dict, layers: int | None = None, device: str = "meta"):
     """The config's ``GroveModule`` on the meta device, frozen as the config trains it.
 
@@ -345,6 +337,6 @@ def largest_fitting(rows: list[MemoryEstimate], capacity_gib: float) -> dict[tup
     return best
 
 
-__all__ = ["read_config", "build_meta_module", "ParameterSummary", "Workload", "activation_values", "activation_bytes",
+__all__ = ["build_meta_module", "ParameterSummary", "Workload", "activation_values", "activation_bytes",
            "clip_block_values", "sam_block_values", "llama_layer_values", "decoder_values", "MemoryEstimate",
            "estimate", "table", "largest_fitting", "STRATEGIES", "GIB"]

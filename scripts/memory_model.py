@@ -23,9 +23,9 @@ from lightning_modules.memory_model import (
     activation_values,
     build_meta_module,
     largest_fitting,
-    read_config,
     table,
 )
+from models.configs import read_stacked_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,7 +50,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     args = parse_args(argv)
     paths = args.config or [str(ROOT / "configs" / "official" / "grove.yaml")]
-    config = read_config(paths)
+    config = read_stacked_yaml(paths)
     frames = args.frames or int(((config.get("data") or {}).get("init_args") or {}).get("num_frames", 8))
     workload = Workload(frames=frames, text_tokens=args.text_tokens, answer_tokens=args.answer_tokens,
                         phrases=args.phrases)

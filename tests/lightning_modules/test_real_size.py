@@ -13,7 +13,8 @@ import torch
 import torch._subclasses.fake_tensor as fake_tensor_module
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
-from lightning_modules.memory_model import ParameterSummary, Workload, activation_values, build_meta_module, read_config
+from lightning_modules.memory_model import ParameterSummary, Workload, activation_values, build_meta_module
+from models.configs import read_stacked_yaml
 from tests.fixtures.paths import ROOT
 
 OFFICIAL = ROOT / "configs" / "official" / "grove.yaml"
@@ -33,7 +34,7 @@ UNUSED_PREFIXES = ("model.region_encoder.",
 
 @pytest.fixture(scope="module")
 def official():
-    config = read_config([OFFICIAL])
+    config = read_stacked_yaml([OFFICIAL])
     # recomputation changes no shape, and the LLM's bf16 checkpoint wrapper re-enters with
     # parameters FakeTensorMode has not converted: shapes are checked without it
     config["model"]["init_args"]["language_model"]["gradient_checkpointing"] = False
@@ -163,7 +164,7 @@ def test_activation_formula_matches_saved_tensors(constant_tokens, checkpointing
     """The memory model's per-block formulas against the bytes autograd actually keeps (fp32, real
     encoder sizes, 2 frames, a 2-layer LLM at hidden 4096). With checkpointing, only the block inputs
     are kept; the recomputed block's activations exist during backward only, not counted here."""
-    config = read_config([OFFICIAL])
+    config = read_stacked_yaml([OFFICIAL])
     for part in ("global_encoder", "grounding_encoder", "language_model"):
         config["model"]["init_args"][part]["gradient_checkpointing"] = checkpointing
     config["model"]["init_args"]["language_model"]["torch_dtype"] = "float32"
@@ -237,7 +238,7 @@ def test_gradient_checkpointing_gives_the_same_step():
     """Checkpointing in CLIP, SAM and the LLM recomputes activations: same loss, same gradients."""
     results = []
     for checkpointing in (False, True):
-        config = read_config([ROOT / "configs" / "official" / "tiny.yaml"])
+        config = read_stacked_yaml([ROOT / "configs" / "official" / "tiny.yaml"])
         for part in ("global_encoder", "grounding_encoder", "language_model"):
             config["model"]["init_args"][part]["gradient_checkpointing"] = checkpointing
         torch.manual_seed(0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import core  # noqa: F401  (torchvision compatibility before open_clip imports it)
 
 import math
+import re
 
 import open_clip
 import torch
@@ -47,45 +48,54 @@ def build_clip_vision_tower(config: GlobalEncoderConfig) -> nn.Module:
     return _build_vision_tower(output_dim, vision_cfg, quick_gelu=config.quick_gelu)
 
 
+_HF_CLIP_RENAMES = {"embeddings.class_embedding": "class_embedding",
+                    "embeddings.patch_embedding.weight": "conv1.weight",
+                    "embeddings.position_embedding.weight": "positional_embedding",
+                    "pre_layrnorm.weight": "ln_pre.weight", "pre_layrnorm.bias": "ln_pre.bias",
+                    "post_layernorm.weight": "ln_post.weight", "post_layernorm.bias": "ln_post.bias"}
+_HF_CLIP_LAYER_PARTS = {"layer_norm1": "ln_1", "layer_norm2": "ln_2", "mlp.fc1": "mlp.c_fc", "mlp.fc2": "mlp.c_proj",
+                        "self_attn.out_proj": "attn.out_proj"}
+_HF_CLIP_LAYER = re.compile(r"encoder\.layers\.(\d+)\.(layer_norm1|layer_norm2|mlp\.fc1|mlp\.fc2|self_attn\.out_proj|"
+                            r"self_attn\.q_proj|self_attn\.k_proj|self_attn\.v_proj)\.(weight|bias)")
+
+
+def hf_clip_vision_name(name: str) -> tuple[str, str | None] | None:
+    """A Hugging Face CLIP vision key (after ``vision_model.``) -> ``(open_clip name, part)``.
+
+    ``part`` is ``q``, ``k`` or ``v`` for attention projections, which open_clip stacks into one
+    ``in_proj`` in that order, else None. Keys with no open_clip counterpart give None.
+    """
+    if name in _HF_CLIP_RENAMES:
+        return _HF_CLIP_RENAMES[name], None
+    m = _HF_CLIP_LAYER.fullmatch(name)
+    if m is None:
+        return None
+    index, layer_part, kind = m.groups()
+    if layer_part.endswith(("q_proj", "k_proj", "v_proj")):
+        return f"transformer.resblocks.{index}.attn.in_proj_{kind}", layer_part[-6]
+    return f"transformer.resblocks.{index}.{_HF_CLIP_LAYER_PARTS[layer_part]}.{kind}", None
+
+
 def convert_hf_clip_vision(state_dict: dict[str, Tensor]) -> dict[str, Tensor]:
     """Hugging Face ``CLIPVisionModel``/``CLIPModel`` vision weights -> open_clip ``visual`` names."""
     out: dict[str, Tensor] = {}
     # CLIPModel files prefix the tower with "vision_model."; CLIPVisionModel files may not.
     pre = "vision_model." if any(k.startswith("vision_model.") for k in state_dict) else ""
-    renames = {"embeddings.class_embedding": "class_embedding",
-               "embeddings.patch_embedding.weight": "conv1.weight",
-               "embeddings.position_embedding.weight": "positional_embedding",
-               "pre_layrnorm.weight": "ln_pre.weight", "pre_layrnorm.bias": "ln_pre.bias",
-               "post_layernorm.weight": "ln_post.weight", "post_layernorm.bias": "ln_post.bias"}
-    layer_renames = {"self_attn.out_proj": "attn.out_proj", "layer_norm1": "ln_1", "layer_norm2": "ln_2",
-                     "mlp.fc1": "mlp.c_fc", "mlp.fc2": "mlp.c_proj"}
-    qkv: dict[tuple[int, str], dict[str, Tensor]] = {}
+    qkv: dict[str, dict[str, Tensor]] = {}
     for key, value in state_dict.items():
         if key == "visual_projection.weight":
             out["proj"] = value.t().contiguous()
             continue
-        if not key.startswith(pre):
-            continue
-        name = key[len(pre):]
-        if name in renames:
-            out[renames[name]] = value
-            continue
-        if not name.startswith("encoder.layers."):
+        hit = hf_clip_vision_name(key[len(pre):]) if key.startswith(pre) else None
+        if hit is None:
             continue  # e.g. position_ids buffers
-        index, rest = name[len("encoder.layers."):].split(".", 1)
-        prefix = f"transformer.resblocks.{index}."
-        for proj in ("q_proj", "k_proj", "v_proj"):
-            if rest.startswith(f"self_attn.{proj}."):
-                qkv.setdefault((int(index), rest.rsplit(".", 1)[1]), {})[proj] = value
-                break
+        name, part = hit
+        if part is None:
+            out[name] = value
         else:
-            for old, new in layer_renames.items():
-                if rest.startswith(old + "."):
-                    out[prefix + new + rest[len(old):]] = value
-                    break
-    for (index, kind), parts in qkv.items():  # open_clip keeps q, k, v stacked in one in_proj
-        stacked = torch.cat([parts["q_proj"], parts["k_proj"], parts["v_proj"]], dim=0)
-        out[f"transformer.resblocks.{index}.attn.in_proj_{kind}"] = stacked
+            qkv.setdefault(name, {})[part] = value
+    for name, parts in qkv.items():  # open_clip keeps q, k, v stacked in one in_proj
+        out[name] = torch.cat([parts["q"], parts["k"], parts["v"]], dim=0)
     return out
 
 

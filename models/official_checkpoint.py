@@ -24,6 +24,8 @@ from typing import Callable, Mapping
 import torch
 from torch import Tensor
 
+from models.global_video_encoder import hf_clip_vision_name
+
 CLIP = "model.vision_tower.vision_tower.vision_model."
 SAM = "model.grounding_encoder."
 
@@ -101,32 +103,6 @@ class ConversionReport:
         return "\n".join(lines + [verdict])
 
 
-def _hf_clip_name(rest: str) -> str | None:
-    """An official CLIP tower key (after the ``vision_model.`` prefix) -> open_clip name, or None
-    for q/k/v projections, which are stacked (see :func:`convert_official`)."""
-    renames = {"embeddings.class_embedding": "class_embedding", "embeddings.patch_embedding.weight": "conv1.weight",
-               "embeddings.position_embedding.weight": "positional_embedding",
-               "pre_layrnorm.weight": "ln_pre.weight", "pre_layrnorm.bias": "ln_pre.bias",
-               "post_layernorm.weight": "ln_post.weight", "post_layernorm.bias": "ln_post.bias"}
-    if rest in renames:
-        return renames[rest]
-    m = re.fullmatch(r"encoder\.layers\.(\d+)\.(layer_norm1|layer_norm2|mlp\.fc1|mlp\.fc2|self_attn\.out_proj)\."
-                     r"(weight|bias)", rest)
-    if m:
-        part = {"layer_norm1": "ln_1", "layer_norm2": "ln_2", "mlp.fc1": "mlp.c_fc", "mlp.fc2": "mlp.c_proj",
-                "self_attn.out_proj": "attn.out_proj"}[m.group(2)]
-        return f"transformer.resblocks.{m.group(1)}.{part}.{m.group(3)}"
-    return None
-
-
-def _qkv_target(rest: str) -> tuple[str, str, str] | None:
-    m = re.fullmatch(r"encoder\.layers\.(\d+)\.self_attn\.(q|k|v)_proj\.(weight|bias)", rest)
-    if m is None:
-        return None
-    name = f"global_encoder.backbone.transformer.resblocks.{m.group(1)}.attn.in_proj_{m.group(3)}"
-    return name, m.group(2), m.group(3)
-
-
 def drop_reason(key: str) -> str | None:
     return next((reason for prefix, reason in DROPPED.items() if key.startswith(prefix)), None)
 
@@ -155,14 +131,11 @@ def convert_official(official: Mapping[str, Tensor], target: Mapping[str, Tensor
             continue
         new = None
         if key.startswith(CLIP) and ".adapters." not in key:
-            rest = key[len(CLIP):]
-            hit = _qkv_target(rest)
-            if hit is not None:
-                name, which, _ = hit
-                qkv.setdefault(name, {})[which] = (key, materialize(value))
+            hit = hf_clip_vision_name(key[len(CLIP):])
+            if hit is not None and hit[1] is not None:  # q/k/v: stacked below
+                qkv.setdefault(f"global_encoder.backbone.{hit[0]}", {})[hit[1]] = (key, materialize(value))
                 continue
-            clip_name = _hf_clip_name(rest)
-            new = None if clip_name is None else f"global_encoder.backbone.{clip_name}"
+            new = None if hit is None else f"global_encoder.backbone.{hit[0]}"
         else:
             for pattern, template in rules:
                 if pattern.match(key):

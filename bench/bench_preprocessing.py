@@ -7,13 +7,14 @@ ResizeLongestSide (SAM, 512 px), on random frames of random sizes (noise and smo
 """
 from __future__ import annotations
 
+import core  # noqa: F401  (torchvision compatibility before transformers / segment_anything import it)
+
 import argparse
 import time
 
 import numpy as np
 import torch
 
-import core  # noqa: F401  (torchvision compatibility before transformers / segment_anything import it)
 from datamodules.transforms import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
 
 

@@ -2,11 +2,12 @@
 compared in grey levels on random frames of random sizes (up- and down-scaling)."""
 from __future__ import annotations
 
+import core  # noqa: F401  (torchvision compatibility before transformers / segment_anything import it)
+
 import numpy as np
 import pytest
 import torch
 
-import core  # noqa: F401  (torchvision compatibility before transformers / segment_anything import it)
 from datamodules.transforms import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
 
 

@@ -107,7 +107,7 @@ def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "bot
                    caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
                    capture: bool = True, objectness_threshold: float | None = None,
                    protocol: str = "project", invalid: str = "error", on_corrupt: str = "skip",
-                   capture_conventions: str = "default") -> dict[str, Any]:
+                   capture_conventions: str = "default", capture_stop_words: str = "authors") -> dict[str, Any]:
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     records, corrupt = read_ground_truth(gt_path, on_corrupt)
@@ -118,7 +118,8 @@ def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "bot
     else:
         report = evaluate_predictions(records, preds, level, score_source, text_encoder, caption_metrics,
                                       capture, objectness_threshold, pred_source=str(pred_path), invalid=invalid,
-                                      capture_conventions=capture_conventions)
+                                      capture_conventions=capture_conventions,
+                                      capture_stop_words=capture_stop_words)
     report["corrupt_ground_truth"] = corrupt
     return report
 
@@ -174,7 +175,8 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
                          caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
                          capture: bool = True, objectness_threshold: float | None = None,
                          pred_source: str = "<memory>", invalid: str = "error",
-                         capture_conventions: Any = "default") -> dict[str, Any]:
+                         capture_conventions: Any = "default", capture_stop_words: Any = "authors",
+                         ) -> dict[str, Any]:
     """The evaluator on in-memory GT records (key -> record) and predictions (the JSON format predict writes).
 
     ``invalid``: ``error`` rejects a predicted box that cannot be right (naming clip, frame and
@@ -210,7 +212,8 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
     if capture:
         from metrics.capture import CaptureScorer
 
-        scored = CaptureScorer(text_encoder=text_encoder, conventions=capture_conventions).score(
+        scored = CaptureScorer(text_encoder=text_encoder, conventions=capture_conventions,
+                               stop_words=capture_stop_words).score(
             [chosen[k].get("caption", "") for k in keys], [[records[k].caption] for k in keys])
         results["CAPTURE"] = float(scored["CAPTURE"])
     return {"metrics": {k: float(v) for k, v in results.items()}, "num_clips": len(keys),
@@ -218,7 +221,8 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
             "invalid_predictions": validation.as_dict(),
             "settings": {"protocol": "project", "level": level, "score_source": score_source,
                          "objectness_threshold": objectness_threshold, "invalid": invalid,
-                         "capture_conventions": str(capture_conventions) if capture else None}}
+                         "capture_conventions": str(capture_conventions) if capture else None,
+                         "capture_stop_words": str(capture_stop_words) if capture else None}}
 
 
 def format_table(report: Mapping[str, Any]) -> str:
@@ -272,6 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--capture-conventions", default="default", choices=("default", "official", "project"),
                         help="CAPTURE scoring conventions (docs/metrics.md); 'default' scores as capture-metric "
                              "0.1.13 except its substring synonyms and order-dependent matching")
+    parser.add_argument("--capture-stop-words", default="authors", choices=("authors", "project"),
+                        help="CAPTURE's stop list: the authors' (from capture-metric 0.1.13, as published "
+                             "numbers) or the project's abstract_nouns.txt (docs/metrics.md)")
     parser.add_argument("--objectness-threshold", type=float, default=None,
                         help="drop predicted boxes scored below this before evaluating")
     parser.add_argument("--invalid", default="error", choices=INVALID_POLICIES,
@@ -311,7 +318,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         report = evaluate_files(args.gt, args.pred, args.level, args.score_source, encoder,
                                 tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture,
                                 args.objectness_threshold, protocol=args.protocol, invalid=args.invalid,
-                                on_corrupt=args.on_corrupt, capture_conventions=args.capture_conventions)
+                                on_corrupt=args.on_corrupt, capture_conventions=args.capture_conventions,
+                                capture_stop_words=args.capture_stop_words)
     except (ValueError, RecordError, FileNotFoundError) as err:
         raise SystemExit(f"error: {err}") from None
     if args.judge:

@@ -142,6 +142,15 @@ def test_capture_conventions_option(files, tmp_path):
     assert report["metrics"]["CAPTURE"] == pytest.approx(1.0)
 
 
+def test_capture_stop_words_option(files):
+    _, _, paths, pred_path = files
+    with_capture = dict(FAST, capture=True)
+    assert evaluate_files(paths["json"], pred_path, **with_capture)["settings"]["capture_stop_words"] == "authors"
+    report = main(["--gt", str(paths["json"]), "--pred", str(pred_path), "--text-encoder", "exact",
+                   "--caption-metrics", "", "--capture-stop-words", "project"])
+    assert report["settings"]["capture_stop_words"] == "project" and 0 <= report["metrics"]["CAPTURE"] <= 1
+
+
 def test_judge_option_adds_the_reference_free_score(tiny_synthetic_root, tmp_path, monkeypatch, capsys):
     import lightning_modules.judge_loading as judge_loading
     from datamodules.records import read_records

@@ -9,9 +9,10 @@ merge and de-duplicate, then filter objects:
 * stop list (abstract nouns such as "background", "moment"): the object itself is dropped from
   the object elements only; the paper says "the word itself will not participate in the object
   elements matching", and its attributes and relations stay (as in the public code). By default
-  the list is the authors' own (317 entries, 315 distinct in lower case), read from the installed ``capture-metric`` package
-  and compared with the objects as written there, as the package does; ``stop_words="project"``
-  selects this project's list (``abstract_nouns.txt``, lemmatised; see that file for why).
+  the list is the authors' own (317 entries, 315 distinct in lower case), read from the installed
+  ``capture-metric`` package and compared with the objects as written there, as the package
+  does; ``stop_words="project"`` selects this project's list (``abstract_nouns.txt``, lemmatised;
+  see that file for why).
 
 Candidate and reference graphs are then matched per element type (:mod:`metrics.capture.matching`)
 and ``CAPTURE = (a F1_obj + b F1_attr + c F1_rel) / (a + b + c)`` with ``(a, b, c) = (5, 5, 2)``.

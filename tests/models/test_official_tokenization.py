@@ -164,3 +164,15 @@ def test_query_mask_reads_the_token_before_det():
     ids = torch.tensor([[5, 7, 9, 7, 9, 1]])
     assert query_mask(ids, 9, "det")[0].tolist() == [False, False, True, False, True, False]
     assert query_mask(ids, 9, "before_det")[0].tolist() == [False, True, False, True, False, False]
+
+
+def test_project_round_trip_keeps_the_ids():
+    """text_protocol=project: decode, parse, re-format and re-tokenise gives the generated ids back,
+    so the token before each [DET] (``- ) ' "`` right after it included) does not move."""
+    prompter = _prompter(llama_tokenizer_root() / "glamm")
+    rng = random.Random(5)
+    for _ in range(NUM_CAPTIONS):
+        tagged, answer = random_caption(rng)
+        ids = prompter.answer_ids([tagged])[0]
+        parsed = prompter.parse_generated(prompter.decode(ids))[0]
+        assert prompter.answer_ids([parsed])[0] == ids, (tagged, parsed)

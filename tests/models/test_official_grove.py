@@ -284,9 +284,8 @@ def test_clip_preprocessing_matches_clip_image_processor():
         ref = processor.preprocess(list(frames), return_tensors="pt")["pixel_values"]
         ours = preprocess_global(frames, 336, "clip")
         assert ours.shape == ref.shape == (1, 3, 336, 336)
-        diff = (ours - ref).abs()
-        # same geometry; PIL's and torch's bicubic kernels differ by at most a few grey levels
-        assert float(diff.mean()) < 2e-3 and float(diff.max()) < 0.1
+        # PIL's bicubic on 8-bit frames, as CLIPImageProcessor: equal up to float rounding
+        assert float((ours - ref).abs().max()) < 1e-4
 
 
 def test_sam_position_tables_resize_to_the_build_size_as_sam_reads_them():

@@ -101,15 +101,15 @@ def build_scorer(name: str, spec: Mapping[str, Any], device: str = "cpu") -> Cap
     if kind == "emscore":
         return embedding.EMScoreScorer(_towers(spec.pop("towers", None), f"{key}.towers", device), name=name, **spec)
     if kind == "viclipscore":
+        from agreement.scorers.viclip import load_viclip
+
         towers = spec.pop("towers", None)
-        if not towers:
-            raise MissingWeights(f"{key}.towers", "ViCLIP video and text towers")
-        module, _, cls = str(towers.get("class_path", "")).rpartition(".")
-        if not module:
-            raise MissingWeights(f"{key}.towers.class_path", "a class wrapping the ViCLIP towers with "
-                                 "encode_clip(frames) and encode_text(captions)")
-        built = getattr(importlib.import_module(module), cls)(**dict(towers.get("init_args") or {}))
-        return embedding.ViClipScoreScorer(built, name=name, **spec)
+        if not isinstance(towers, Mapping) or not (towers.get("architecture") or towers.get("checkpoint")):
+            raise MissingWeights(f"{key}.towers.checkpoint", "a local ViCLIP release, e.g. "
+                                 "ViCLIP-L_InternVid-FLT-10M.pth, with towers.size L or B")
+        if towers.get("checkpoint") and not Path(towers["checkpoint"]).is_file():
+            raise MissingWeights(f"{key}.towers.checkpoint", f"{towers['checkpoint']} does not exist")
+        return embedding.ViClipScoreScorer(load_viclip(towers, f"{key}.towers", device), name=name, **spec)
     if kind == "caption_metric":
         return reference_metrics.CaptionMetricScorer(name=name, **spec)
     if kind == "capture":

@@ -117,3 +117,72 @@ def test_judge_scorer_reads_scores_and_leaves_unreadable_answers_nan():
 
     scores = JudgeScorer(Judge(), batch_size=2).score(_items(), ArrayFrames())
     assert scores[0] == len("a red circle moves up") % 5 + 1 and np.isnan(scores[1])
+
+
+VICLIP_TINY = {"width": 32, "layers": 2, "heads": 2, "patch_size": 8, "embed_dim": 16, "text_width": 32,
+               "text_layers": 1, "text_heads": 2, "image_size": 32, "num_frames": 4}
+
+
+def test_viclip_single_frame_equals_an_open_clip_vit_with_the_same_weights():
+    """With one frame the joint space-time tower is CLIP's ViT (plus the mean temporal embedding)."""
+    import open_clip
+
+    from agreement.scorers.viclip import ViClip
+
+    torch.manual_seed(0)
+    viclip = ViClip(**VICLIP_TINY).eval()
+    vision = viclip.vision_encoder
+    vision.temporal_positional_embedding.data.normal_()
+    clip = open_clip.CLIP(embed_dim=16, quick_gelu=True, vision_cfg={"layers": 2, "width": 32, "head_width": 16,
+                                                                     "patch_size": 8, "image_size": 32},
+                          text_cfg={"context_length": 32, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1})
+    state = {k: v for k, v in vision.state_dict().items() if k != "temporal_positional_embedding"}
+    state["conv1.weight"] = state["conv1.weight"][:, :, 0]
+    # the temporal embedding's mean is added to every patch: fold it into the patch positions
+    state["positional_embedding"] = state["positional_embedding"].clone()
+    state["positional_embedding"][1:] += vision.temporal_positional_embedding.mean(1)[0]
+    missing, unexpected = clip.visual.load_state_dict(state, strict=False)
+    assert not unexpected and not [k for k in missing if "attn_mask" not in k]
+    image = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        assert torch.allclose(vision(image[:, :, None]), clip.visual(image), atol=1e-5)
+
+
+def test_viclip_release_checkpoint_loads_and_viclipscore_is_the_formula(tmp_path):
+    from agreement.scorers.viclip import ViClip, load_viclip
+
+    torch.manual_seed(1)
+    model = ViClip(**VICLIP_TINY)
+    torch.save({"model": model.state_dict(), "epoch": 3}, tmp_path / "viclip.pth")
+    spec = {"architecture": VICLIP_TINY, "seed": 5, "checkpoint": str(tmp_path / "viclip.pth")}
+    towers = load_viclip(spec, "towers")
+    with pytest.raises(ValueError, match="towers.checkpoint"):
+        load_viclip({**spec, "architecture": {**VICLIP_TINY, "width": 64}}, "towers")
+    for name, value in model.state_dict().items():
+        assert torch.equal(towers.model.state_dict()[name], value)
+    items, frames = _items(), ArrayFrames(num_frames=6)
+    scores = ViClipScoreScorer(towers).score(items, frames)
+    for item, s in zip(items, scores):
+        v = F.normalize(towers.encode_clip(frames.frames(item.visual)), dim=-1)
+        t = F.normalize(towers.encode_text([item.caption])[0], dim=-1)
+        assert s == pytest.approx(2.5 * max(float(v @ t), 0.0), abs=1e-5)
+    # frame order matters to a video tower (temporal embeddings), not to a frame average
+    towers.model.vision_encoder.temporal_positional_embedding.data.normal_()
+    clip = frames.frames(items[0].visual)
+    assert not torch.allclose(towers.encode_clip(clip), towers.encode_clip(clip[::-1].copy()))
+
+
+def test_real_size_viclip_l_has_clip_vit_l14_towers_on_the_meta_device():
+    import open_clip
+
+    from agreement.scorers.viclip import SIZES, ViClip
+
+    with torch.device("meta"):
+        viclip = ViClip(**SIZES["L"])
+        cfg = open_clip.get_model_config("ViT-L-14")
+        clip = open_clip.CLIP(**{**cfg, "text_cfg": {**cfg["text_cfg"], "context_length": 32}})
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    # the same ViT-L/14 plus the 8 x 1024 temporal embedding; the same text transformer with 32 positions
+    assert count(viclip.vision_encoder) == count(clip.visual) + 8 * 1024
+    text = count(clip) - count(clip.visual) - clip.logit_scale.numel()
+    assert count(viclip.text_encoder) == text

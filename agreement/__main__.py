@@ -74,8 +74,8 @@ def run(config_path: str, out: str, progress: bool = True, device: str = "cpu") 
 
 def build_fg_eval(args: argparse.Namespace) -> None:
     from agreement.benchmarks.fg_eval import read_youcook2_captions
-    from datamodules.judge_data import build_judge_split, make_backend
-    from datamodules.judge_readers import read_activitynet_captions
+    from judge.corruption.generator import build_judge_split, make_backend
+    from judge.readers import read_activitynet_captions
 
     if args.youcook2:
         sources = read_youcook2_captions(args.youcook2, subset=args.subset)

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from metrics.correlation import kendall_tau_b, spearman_rho
+from judge.correlation import kendall_tau_b, spearman_rho
 
 __all__ = ["kendall_tau_b", "kendall_tau_c", "spearman_rho", "pearson_r", "one_minus_r2", "per_sample_tau",
            "foil_accuracy", "per_annotator_mean", "STATISTICS"]

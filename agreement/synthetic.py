@@ -1,16 +1,16 @@
 """The project's synthetic stand-ins for FG-Eval and FOIL benchmarks: clips of the built-in
 synthetic dataset (:mod:`datamodules.synthetic`) whose captions are corrupted by the judge's
-generator (:mod:`datamodules.judge_data`, rule backend in its closed-domain mode), unbalanced so
+generator (:mod:`judge.corruption.generator`, rule backend in its closed-domain mode), unbalanced so
 that every one-substitution corruption is kept for the FOIL pairs. Needs no weights or downloads."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from datamodules.judge_corruption_types import sources_from_records
-from datamodules.judge_data import generate_corruptions, write_jsonl
-from datamodules.judge_rule_backend import RuleBackend
 from datamodules.records import read_records
 from datamodules.synthetic import generate_synthetic_dataset
+from judge.corruption.data_types import sources_from_records
+from judge.corruption.generator import generate_corruptions, write_jsonl
+from judge.corruption.rule_backend import RuleBackend
 
 
 def prepare_synthetic_benchmarks(root: str | Path, num_clips: int = 30, per_caption: int = 6, seed: int = 0,

@@ -1,5 +1,5 @@
 """The synthetic FG-Eval sets (VC-Inspector paper, section 4.3): reference captions corrupted by the
-project's generator (:mod:`datamodules.judge_data`), each with its generated 1-5 score; a metric
+project's generator (:mod:`judge.corruption.generator`), each with its generated 1-5 score; a metric
 should rank them as the scores do (Kendall tau-b and Spearman rho, Table 1).
 
 ActivityNet-FG-Eval corrupts the ActivityNet Captions test captions, YouCook2-FG-Eval the YouCook2
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from agreement.benchmarks.items import Benchmark, BenchmarkFormatError, CaptionItem, Visual
-from datamodules.judge_corruption_types import CaptionSource
-from datamodules.judge_readers import read_judge_jsonl
+from judge.corruption.data_types import CaptionSource
+from judge.readers import read_judge_jsonl
 
 FG_STATISTICS = ("kendall_tau_b", "spearman_rho")
 

@@ -34,7 +34,7 @@ def load_judge_scorer(config: Sequence[str] | str | None = None, ckpt_path: str 
                       judge_path: str | None = None, base_model: str | None = None,
                       overrides: Sequence[str] = (), **kwargs: Any) -> JudgeScorer:
     """A judge from a config (+ checkpoint) or released weights (``judge_path``), as ``scripts/judge.py`` takes it."""
-    from lightning_modules.judge_loading import load_judge
+    from judge.loading import load_judge
 
     spec = judge_path if judge_path is not None else config
     loaded = load_judge(spec, ckpt_path=ckpt_path, overrides=list(overrides), base_model=base_model)

@@ -2,8 +2,8 @@
 benchmark, with each benchmark's agreement statistics; writes DIR/table.json
 (``{metric: {benchmark: {statistic: value}}}``), DIR/table.md and DIR/skipped.json.
 
-``python -m agreement fg-eval --youcook2 youcookii_annotations_trainval.json --out yc2_fg_eval.jsonl``
-(or ``--activitynet val_1.json``) builds an FG-Eval set with the project's corruption generator.
+FG-Eval sets are built by the judge's corruption generator (``python -m judge corrupt --youcook2
+youcookii_annotations_trainval.json --out yc2_fg_eval.jsonl``, or ``--activitynet val_1.json``).
 """
 from __future__ import annotations
 
@@ -72,20 +72,7 @@ def run(config_path: str, out: str, progress: bool = True, device: str = "cpu") 
     return {"table": table, "skipped": skipped}
 
 
-def build_fg_eval(args: argparse.Namespace) -> None:
-    from agreement.benchmarks.fg_eval import read_youcook2_captions
-    from judge.corruption.generator import build_judge_split, make_backend
-    from judge.readers import read_activitynet_captions
-
-    if args.youcook2:
-        sources = read_youcook2_captions(args.youcook2, subset=args.subset)
-    else:
-        sources = read_activitynet_captions(args.activitynet)
-    build_judge_split(sources[: args.limit] if args.limit else sources, args.out, make_backend(args.backend),
-                      per_caption=args.per_caption, seed=args.seed)
-
-
-def main(argv: list[str] | None = None) -> dict | None:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m agreement", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="score the configured metrics on the configured benchmarks")
@@ -93,21 +80,8 @@ def main(argv: list[str] | None = None) -> dict | None:
     p_run.add_argument("--out", required=True)
     p_run.add_argument("--no_progress", action="store_true")
     p_run.add_argument("--device", default="cpu")
-    p_fg = sub.add_parser("fg-eval", help="build an FG-Eval set from ActivityNet or YouCook2 captions")
-    src = p_fg.add_mutually_exclusive_group(required=True)
-    src.add_argument("--youcook2", help="youcookii_annotations_trainval.json")
-    src.add_argument("--activitynet", help="ActivityNet Captions JSON (e.g. val_1.json)")
-    p_fg.add_argument("--subset", default="validation", help="YouCook2 subset")
-    p_fg.add_argument("--out", required=True)
-    p_fg.add_argument("--backend", default="rule", choices=("rule", "llm"))
-    p_fg.add_argument("--per_caption", type=int, default=10)
-    p_fg.add_argument("--seed", type=int, default=0)
-    p_fg.add_argument("--limit", type=int, default=None)
     args = parser.parse_args(argv)
-    if args.command == "run":
-        return run(args.config, args.out, progress=not args.no_progress, device=args.device)
-    build_fg_eval(args)
-    return None
+    return run(args.config, args.out, progress=not args.no_progress, device=args.device)
 
 
 if __name__ == "__main__":

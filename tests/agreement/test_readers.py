@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from agreement.benchmarks.detailcaps import read_detailcaps
-from agreement.benchmarks.fg_eval import read_fg_eval, read_youcook2_captions
+from agreement.benchmarks.fg_eval import read_fg_eval
 from agreement.benchmarks.foil import read_activitynet_foil_benchmark, read_foil_coco, read_synthetic_foil
 from agreement.benchmarks.human_rated import read_flickr8k, read_vatex_eval, read_youcook2_eval
 from agreement.benchmarks.items import BenchmarkFormatError
@@ -122,18 +122,6 @@ def test_fg_eval_and_synthetic_foil_from_generator_rows(tmp_path):
     foil = read_synthetic_foil(path)
     assert foil.foil_pairs == [(0, 1)]
     assert [i.caption for i in foil.items] == ["a red circle moves up.", "a red square moves up."]
-
-
-def test_youcook2_annotations_as_generator_sources(tmp_path):
-    path = tmp_path / "youcookii_annotations_trainval.json"
-    path.write_text(json.dumps({"database": {
-        "GLd3aX16zBg": {"subset": "validation", "duration": 241.6, "recipe_type": "113",
-                        "annotations": [{"id": 0, "segment": [90, 102], "sentence": "spread margarine on bread"}]},
-        "xHr8X2Wpmno": {"subset": "training", "duration": 100.0,
-                        "annotations": [{"id": 0, "segment": [1, 5], "sentence": "cut the onion"}]}}}))
-    sources = read_youcook2_captions(path)
-    assert len(sources) == 1 and sources[0].key == "GLd3aX16zBg_0" and sources[0].video == "GLd3aX16zBg.mp4"
-    assert (sources[0].start_s, sources[0].end_s) == (90.0, 102.0)
 
 
 def _detailcaps_rows():

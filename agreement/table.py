@@ -20,6 +20,10 @@ def _cell(value: float | None) -> str:
 def format_table(table: Mapping[str, Mapping[str, Mapping[str, float]]], benchmarks: Sequence[Benchmark],
                  skipped: Mapping[str, str]) -> str:
     columns = [(b.name, s) for b in benchmarks for s in b.statistics]
+    if not columns:
+        lines = ["No benchmark could be read."]
+        lines += ["", "Skipped:"] + [f"- {what}: {why}" for what, why in skipped.items()] if skipped else []
+        return "\n".join(lines) + "\n"
     header = "| metric | " + " | ".join(f"{b} {STATISTICS[s]}" for b, s in columns) + " |"
     lines = [header, "|" + "---|" * (len(columns) + 1)]
     for metric, cells in table.items():

@@ -108,13 +108,14 @@ def read_youcook2_eval(path: str | Path, n_refs: int | None = None, video_templa
     return read_vatex_eval(path, n_refs=n_refs, video_template=video_template, name="YouCook2-Eval")
 
 
-def read_flickr8k(path: str | Path, name: str | None = None) -> Benchmark:
-    """Flickr8K-Expert (``flickr8k.json``) or Flickr8K-CF (``crowdflower_flickr8k.json``)."""
+def read_flickr8k(path: str | Path, name: str | None = None, crowdflower: bool | None = None) -> Benchmark:
+    """Flickr8K-Expert (``flickr8k.json``) or Flickr8K-CF (``crowdflower_flickr8k.json``; ``crowdflower``
+    says which when the file name does not)."""
     path = Path(path)
     data = _load_json(path, "Flickr8K")
     if not isinstance(data, dict):
         raise BenchmarkFormatError(f"{path}: expected an object keyed by image id")
-    crowd = name == "Flickr8K-CF" or (name is None and "crowdflower" in path.name.lower())
+    crowd = crowdflower if crowdflower is not None else "crowdflower" in path.name.lower()
     name = name or ("Flickr8K-CF" if crowd else "Flickr8K-Expert")
     items, ratings = [], []
     for image_id, entry in data.items():

@@ -71,6 +71,8 @@ def test_flickr8k_expert_and_crowdflower(tmp_path):
     cf = read_flickr8k(_flickr(tmp_path, "crowdflower_flickr8k.json", [0.6]))
     assert cf.name == "Flickr8K-CF" and cf.statistics == ("kendall_tau_b",)
     assert cf.items[0].visual.image == "Flicker8k_Dataset/1000268201.jpg"
+    renamed = read_flickr8k(_flickr(tmp_path, "cf.json", [0.6]), crowdflower=True)
+    assert renamed.name == "Flickr8K-CF" and renamed.statistics == ("kendall_tau_b",)
 
 
 def test_foil_coco_pairs_and_references(tmp_path):

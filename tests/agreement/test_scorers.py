@@ -1,5 +1,7 @@
 """Scorers on tiny random open_clip / transformers towers equal the formulas on the towers' own
 embeddings; the judge adapter maps answers to scores."""
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -186,3 +188,21 @@ def test_real_size_viclip_l_has_clip_vit_l14_towers_on_the_meta_device():
     assert count(viclip.vision_encoder) == count(clip.visual) + 8 * 1024
     text = count(clip) - count(clip.visual) - clip.logit_scale.numel()
     assert count(viclip.text_encoder) == text
+
+
+def test_released_judge_folder_scores_one_frame_images(tmp_path):
+    """The judge loads through the judge package and takes an image as a one-frame video."""
+    sys_path = str(Path(__file__).resolve().parents[1] / "judge")
+    sys.path.insert(0, sys_path)
+    try:
+        from judge_fixtures import save_tiny_qwen_folder
+    finally:
+        sys.path.remove(sys_path)
+    from agreement.scorers.judge import load_judge_scorer
+
+    save_tiny_qwen_folder(tmp_path / "judge")
+    scorer = load_judge_scorer(judge_path=str(tmp_path / "judge"), max_new_tokens=6, batch_size=2)
+    items = [CaptionItem("a", "a red circle", Visual(image="a.jpg")), CaptionItem("b", "a dog", Visual(image="b.jpg"))]
+    scores = scorer.score(items, ArrayFrames(num_frames=1))
+    assert scores.shape == (2,)
+    assert all(np.isnan(s) or s in (1, 2, 3, 4, 5) for s in scores)  # a random judge rarely writes a score line

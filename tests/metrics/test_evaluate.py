@@ -152,7 +152,7 @@ def test_capture_stop_words_option(files):
 
 
 def test_judge_option_adds_the_reference_free_score(tiny_synthetic_root, tmp_path, monkeypatch, capsys):
-    import lightning_modules.judge_loading as judge_loading
+    import judge.loading as judge_loading
     from datamodules.records import read_records
     from tests.judge.judge_fixtures import ScriptedJudge
 

@@ -12,6 +12,7 @@ import core  # noqa: F401
 
 import argparse
 import json
+import os
 import random
 import shutil
 import tempfile
@@ -21,7 +22,7 @@ from transformers import AutoTokenizer
 
 from models.language_model import load_tokenizer_folder
 from models.prompting import OFFICIAL_QUESTIONS, GroundedCaptionPrompter, add_grove_tokens
-from tests.models.official_llama_rules import OfficialRules, llama_tokenizer_root, random_caption
+from tests.models.official_llama_rules import ENV_VAR, SHARED_LLAMA, OfficialRules, random_caption
 
 
 def layouts(root: Path, scratch: Path) -> dict[str, Path]:
@@ -56,7 +57,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--captions", type=int, default=1000)
     args = parser.parse_args()
-    root = llama_tokenizer_root()
+    root = Path(os.environ.get(ENV_VAR) or SHARED_LLAMA)
+    if not (root / "glamm" / "tokenizer.model").is_file() or not (root / "llama_json" / "tokenizer.json").is_file():
+        print(f"skipped: no LLaMA vocabulary in {root} (set {ENV_VAR} to a folder with glamm/ and llama_json/)")
+        return
     rules = OfficialRules(root / "glamm" / "tokenizer.model")
     with tempfile.TemporaryDirectory() as scratch:
         print(f"{'folder':40s} {'this loader':>12s} {'own settings':>13s}")

@@ -218,7 +218,7 @@ class Grove(nn.Module):
             parsed = [official_answer_text(a) for a in answers]
             tagged, plain, phrases = [p[0] for p in parsed], [p[1] for p in parsed], [p[2] for p in parsed]
             enc = self.prompter.encode_training(answers, formatted=True)
-            central = (caption_window, self.prompter.left_pad(generated, self.tokenizer.pad_token_id, right=True))
+            central = (caption_window, self.prompter.right_pad(generated, self.tokenizer.pad_token_id))
         else:
             caption_at = official_caption if official_caption is not None else caption_positions
             if caption_at is None:

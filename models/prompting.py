@@ -198,6 +198,18 @@ def parse_tagged_text(text: str, drop: tuple[str, ...] = ()) -> tuple[str, str, 
     return _collapse(" ".join(tagged_parts)), _collapse(" ".join(plain_parts)), phrases
 
 
+def _pad(sequences: list[list[int]], pad_id: int, left: bool) -> dict[str, Tensor]:
+    length = max((len(s) for s in sequences), default=0)
+    ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), length), dtype=torch.long)
+    for i, seq in enumerate(sequences):  # a few rows per batch
+        if seq:
+            span = slice(length - len(seq), length) if left else slice(0, len(seq))
+            ids[i, span] = torch.tensor(seq)
+            mask[i, span] = 1
+    return {"input_ids": ids, "attention_mask": mask}
+
+
 class GroundedCaptionPrompter:
     """Tokenises GROVE's prompts and targets; parses generated answers.
 
@@ -305,18 +317,14 @@ class GroundedCaptionPrompter:
         return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
 
     @staticmethod
-    def left_pad(sequences: list[list[int]], pad_id: int, right: bool = False) -> dict[str, Tensor]:
-        """Left-pad token lists into ``input_ids``/``attention_mask`` for generation (``right``:
-        pad on the right instead, for a full forward pass whose positions start at 0)."""
-        length = max((len(s) for s in sequences), default=0)
-        ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(sequences), length), dtype=torch.long)
-        for i, seq in enumerate(sequences):
-            if seq:
-                span = slice(0, len(seq)) if right else slice(length - len(seq), length)
-                ids[i, span] = torch.tensor(seq)
-                mask[i, span] = 1
-        return {"input_ids": ids, "attention_mask": mask}
+    def left_pad(sequences: list[list[int]], pad_id: int) -> dict[str, Tensor]:
+        """Left-pad token lists into ``input_ids``/``attention_mask`` for generation."""
+        return _pad(sequences, pad_id, left=True)
+
+    @staticmethod
+    def right_pad(sequences: list[list[int]], pad_id: int) -> dict[str, Tensor]:
+        """Right-pad token lists (a full forward pass, positions from 0 in every row)."""
+        return _pad(sequences, pad_id, left=False)
 
     # -- answers -----------------------------------------------------------------------------------
     def det_positions(self, input_ids: Tensor) -> Tensor:

@@ -8,7 +8,7 @@ generated from. Frames are given twice, preprocessed for each encoder; targets a
 
 A missing or corrupt video never kills a long run by default: in training the sample is replaced
 by the next clip, in evaluation it is dropped, and either way the batch carries ``skipped`` entries
-(key and reason) that :class:`callbacks.SkippedVideoReport` counts and reports once per epoch.
+(key and reason) that :class:`callbacks.skipped_videos.SkippedVideoReport` counts and reports once per epoch.
 """
 from __future__ import annotations
 

@@ -249,12 +249,6 @@ def format_table(report: Mapping[str, Any]) -> str:
     if report["ignored_predictions"]:
         lines.append(f"predicted clips not in the GT (ignored): {len(report['ignored_predictions'])}: "
                      + ", ".join(report["ignored_predictions"][:20]))
-    judge = report.get("judge")
-    if judge:
-        lines.append(f"VC-Inspector (reference-free, 1-5): {judge['vc_inspector']:.3f} "
-                     f"over {judge['vc_inspector_clips']} "
-                     f"captions ({judge['vc_inspector_unparsable']:.1%} unparsable, "
-                     f"{judge['vc_inspector_video_errors']} unreadable videos)")
     return "\n".join(lines)
 
 
@@ -285,28 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="predicted boxes that cannot be right: 'error' (default) or 'skip' (drop and count)")
     parser.add_argument("--on-corrupt", default="skip", choices=ON_CORRUPT,
                         help="an unreadable file in a GT folder: 'skip' (default; counted) or 'raise'")
-    parser.add_argument("--judge", default=None,
-                        help="add VC-Inspector's reference-free score of the predicted captions: a judge config, "
-                             "a judge .ckpt, or a released (merged or LoRA) folder (docs/judge.md)")
-    parser.add_argument("--judge-ckpt", default=None, help="checkpoint of the --judge config")
-    parser.add_argument("--judge-video-root", default=None,
-                        help="folder of the GT clips' videos, for the judge (default: the judge config's)")
     parser.add_argument("--out", default=None, help="write the report as JSON here")
     return parser
-
-
-def add_judge_score(report: dict[str, Any], args: argparse.Namespace) -> None:
-    """``report["judge"]``: the judge's mean score of the predicted captions (no reference used)."""
-    from judge.loading import load_judge
-    from judge.scoring import judge_report
-
-    loaded = load_judge(args.judge, ckpt_path=args.judge_ckpt)
-    root = args.judge_video_root or loaded.video_root
-    if root is None:
-        raise SystemExit("error: --judge needs --judge-video-root (the folder of the ground-truth clips' videos)")
-    records, _ = read_ground_truth(args.gt, args.on_corrupt)
-    report["judge"] = judge_report(records, load_predictions(args.pred), loaded.judge, root,
-                                   num_frames=loaded.num_frames, max_new_tokens=loaded.max_new_tokens)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -322,8 +296,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                                 capture_stop_words=args.capture_stop_words)
     except (ValueError, RecordError, FileNotFoundError) as err:
         raise SystemExit(f"error: {err}") from None
-    if args.judge:
-        add_judge_score(report, args)
     print(format_table(report))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -116,13 +116,9 @@ def resize_glamm_for_grove(key: str, value: Tensor, shape: tuple[int, ...]) -> T
     position tables (1024 px -> 512 px). None: not resizable (a true mismatch)."""
     if key in ("language_model.model.model.embed_tokens.weight", "language_model.model.lm_head.weight"):
         if value.dim() == 2 and len(shape) == 2 and value.shape[1] == shape[1] and value.shape[0] < shape[0]:
-            return mean_resized_rows(value, shape[0]) if value.device.type != "meta" else \
-                torch.empty(shape, dtype=value.dtype, device="meta")
+            return mean_resized_rows(value, shape[0])
         return None
-    if value.device.type == "meta":
-        return torch.empty(shape, dtype=value.dtype, device="meta") if resize_sam_table(
-            key, torch.zeros(value.shape), shape) is not None else None
-    return resize_sam_table(key, value, shape)
+    return resize_sam_table(key, value, shape)  # meta tensors resize as shapes only
 
 
 @dataclass(frozen=True)
@@ -381,6 +377,10 @@ def lightning_checkpoint(state: Mapping[str, Tensor], prefix: str = "model.") ->
             "pytorch-lightning_version": lightning.__version__, "epoch": 0, "global_step": 0}
 
 
+# The vocabulary of a LLaMA tokenizer with the released tokens (for shape checks without the tokenizer).
+RELEASED_VOCAB_SIZES = {"official": 32010, "glamm": 32007}
+
+
 def target_model(config_paths: list[str | Path],
                  build: Callable | None = None) -> tuple[dict[str, Tensor], list[str]]:
     """The model's state dict on the meta device for the configs, and notes on what was assumed.
@@ -402,7 +402,11 @@ def target_model(config_paths: list[str | Path],
     if lm.tokenizer_path is not None and not Path(lm.tokenizer_path).expanduser().exists():
         notes.append(f"model.language_model.tokenizer_path {lm.tokenizer_path!r} not found: the vocabulary size is "
                      f"taken from llama_config (shapes only)")
-        configs["language_model"] = replace(lm, tokenizer_path=None)
+        llama = dict(lm.llama_config or {})
+        if lm.special_tokens in RELEASED_VOCAB_SIZES and "vocab_size" not in llama:
+            llama["vocab_size"] = RELEASED_VOCAB_SIZES[lm.special_tokens]
+            notes.append(f"vocabulary: LLaMA's 32,000 + the released tokens = {llama['vocab_size']}")
+        configs["language_model"] = replace(lm, tokenizer_path=None, llama_config=llama or None)
     model = build(**configs)
     return model.state_dict(), notes
 
@@ -476,3 +480,52 @@ def load_glamm_state(folder: str | Path, target: Mapping[str, Tensor],
     """A GLaMM folder's tensors under ``target``'s names (GLaMM's or, with
     :data:`GROVE_FROM_GLAMM_LAYOUT`, GROVE's), cast to its dtypes; and the report."""
     return convert_official(read_official(folder), target, layout=layout)
+
+
+def init_grove_from_glamm(model, folder: str | Path) -> ConversionReport:
+    """Start GROVE (``model``: a :class:`models.grove.Grove`) from GLaMM as the official pre-training does.
+
+    From GLaMM: the LLM and its embeddings, ``mm_projector``, all of SAM that GROVE has (image
+    encoder, the decoder's transformer, output tokens, no-mask embedding, Fourier positions) and
+    ``text_hidden_fcs``; the vocabulary's new rows (32007 -> 32010) are the mean of GLaMM's rows and
+    SAM's position tables are resized to GROVE's SAM (1024 px -> 512 px) with the rule used for SAM
+    checkpoints. CLIP is left as built (OpenAI's weights from ``global_encoder.checkpoint``); the
+    adapters (alpha 0) and the box and objectness heads keep their fresh init. Raises naming every
+    key that does not fit; returns the report (see :func:`init_table`).
+    """
+    target = model.state_dict()
+    state, report = load_glamm_state(folder, target, layout=GROVE_FROM_GLAMM_LAYOUT)
+    if not report.ok:
+        raise ValueError(f"{folder}: GLaMM does not fit this GROVE:\n{report.table()}")
+    with torch.no_grad():
+        for key, value in state.items():
+            target[key].copy_(value)
+    return report
+
+
+def init_table(report: ConversionReport, clip_checkpoint: str | None) -> str:
+    """Where each GROVE tensor of a GLaMM start comes from: GLaMM, CLIP or new, with counts."""
+    clip = sum(len(v) for v in report.external.values())
+    new = sum(len(v) for v in report.new.values())
+    official = sum(len(v) for v in report.mapped.values())
+    rows = [("from GLaMM", f"{len(report.mapped)} tensors ({official} GLaMM keys; {len(report.resized)} resized)")]
+    rows += [("  resized", f"{key} {list(a)} -> {list(b)}") for key, a, b in report.resized]
+    rows += [("from CLIP", f"{clip} tensors ({clip_checkpoint or 'no global_encoder.checkpoint: random'})"),
+             ("new", f"{new} tensors")]
+    rows += [("  new", f"{how}: {len(keys)}") for how, keys in report.new.items()]
+    rows += [("GLaMM unused", f"{sum(len(v) for v in report.dropped.values())} GLaMM keys")]
+    rows += [("  unused", f"{why}: {len(keys)}") for why, keys in report.dropped.items()]
+    if report.ignored:
+        rows += [("ignored", f"{why}: {len(keys)}") for why, keys in report.ignored.items()]
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"{name.ljust(width)}  {text}" for name, text in rows)
+
+
+def check_grove_from_glamm(folder: str | Path, config_paths: list[str | Path]) -> tuple[ConversionReport, list[str]]:
+    """The GLaMM start of the configured GROVE, on the meta device (reads no weights): what would
+    come from GLaMM, be resized, come from CLIP or start new."""
+    target, notes = target_model(config_paths)
+    official = read_official(folder, shapes_only=True)
+    _, report = convert_official(official, target, materialize=lambda t: t.to("meta"), device="meta",
+                                 layout=GROVE_FROM_GLAMM_LAYOUT)
+    return report, notes

@@ -1,19 +1,21 @@
 """GLaMM's released checkpoint: check a folder, caption images and videos with it.
 
     python scripts/glamm.py check GLAMM_FOLDER [--config configs/official/glamm.yaml]
+    python scripts/glamm.py grove-init GLAMM_FOLDER --config configs/pretrain.yaml
     python scripts/glamm.py caption --folder GLAMM_FOLDER --clip CLIP_DIR IMAGE_OR_VIDEO... [--out runs/glamm]
 
 ``check`` builds GLaMM on the meta device and reads no weights (a folder of meta tensors checks
 too); it prints what every key became and exits with status 1 naming each unaccounted key,
-missing tensor or shape mismatch. ``caption`` prints each frame's grounded caption and writes the
-frame with its phrases' boxes drawn.
+missing tensor or shape mismatch. ``grove-init`` does the same for GROVE started from GLaMM (the
+official pre-training's start) and prints which tensors come from GLaMM, from CLIP, or are new.
+``caption`` prints each frame's grounded caption and writes the frame with its phrases' boxes drawn.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from models.official_checkpoint import GLAMM_CONFIG, check_glamm
+from models.official_checkpoint import GLAMM_CONFIG, check_glamm, check_grove_from_glamm, init_table
 
 
 def _check(args) -> int:
@@ -21,6 +23,17 @@ def _check(args) -> int:
     for note in notes:
         print(f"note: {note}")
     print(report.table())
+    return 0 if report.ok else 1
+
+
+def _grove_init(args) -> int:
+    from models.configs import model_configs_from_yaml
+
+    report, notes = check_grove_from_glamm(args.folder, args.config)
+    for note in notes:
+        print(f"note: {note}")
+    clip = model_configs_from_yaml(args.config)["global_encoder"].checkpoint
+    print(init_table(report, clip) if report.ok else report.table())
     return 0 if report.ok else 1
 
 
@@ -39,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("check", help="check a GLaMM folder's keys and shapes (reads no weights)")
     check.add_argument("folder", help="GLaMM checkpoint folder (pytorch_model-*.bin + index, or safetensors)")
     check.add_argument("--config", action="append", help="GLaMM geometry (default configs/official/glamm.yaml)")
+    init = sub.add_parser("grove-init", help="what GROVE takes from GLaMM, CLIP or starts new (reads no weights)")
+    init.add_argument("folder", help="GLaMM checkpoint folder")
+    init.add_argument("--config", action="append", required=True, help="GROVE config(s), e.g. configs/pretrain.yaml")
     caption = sub.add_parser("caption", help="grounded captions of images and videos")
     caption.add_argument("inputs", nargs="+", help="image files, video files or frame folders")
     caption.add_argument("--folder", required=True, help="GLaMM checkpoint folder")
@@ -50,9 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     caption.add_argument("--frames", type=int, default=1, help="frames per video, evenly spaced (the centre one for 1)")
     caption.add_argument("--device", default="auto")
     args = parser.parse_args(argv)
-    if args.command == "check":
-        return _check(args)
-    return _caption(args)
+    return {"check": _check, "grove-init": _grove_init, "caption": _caption}[args.command](args)
 
 
 if __name__ == "__main__":

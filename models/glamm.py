@@ -104,7 +104,7 @@ def masks_to_boxes(masks: Tensor) -> tuple[Tensor, Tensor]:
     x_min = torch.where(cols, xs, w).amin(dim=-1)
     x_max = torch.where(cols, xs, -1).amax(dim=-1)
     boxes = torch.stack((x_min, y_min, x_max, y_max), dim=-1).float()
-    return boxes * found.unsqueeze(-1), found
+    return torch.where(found.unsqueeze(-1), boxes, 0.0), found
 
 
 @dataclass
@@ -327,7 +327,7 @@ class GLaMM(nn.Module):
 
         ``captions`` (``<p>phrase</p>`` tagged) are grounded instead of generated (teacher forcing).
         """
-        frames = torch.as_tensor(np.asarray(frames)) if not isinstance(frames, Tensor) else frames
+        frames = torch.from_numpy(np.array(frames)) if not isinstance(frames, Tensor) else frames
         if frames.dim() != 4 or frames.shape[-1] != 3 or frames.dtype != torch.uint8:
             raise ValueError(f"frames must be uint8 (N, H, W, 3), got {frames.dtype} {tuple(frames.shape)}")
         if captions is not None and len(captions) != frames.shape[0]:

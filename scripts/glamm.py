@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+import numpy as np
 
 from models.official_checkpoint import GLAMM_CONFIG, check_glamm, check_grove_from_glamm, init_table
 
@@ -37,12 +40,52 @@ def _grove_init(args) -> int:
     return 0 if report.ok else 1
 
 
-def _caption(args) -> int:
-    from models.glamm_captioning import caption_files
+def read_inputs(inputs: list[str], frames_per_video: int) -> list[tuple[str, np.ndarray]]:
+    """``(name, uint8 (H, W, 3))`` frames: each image, and ``frames_per_video`` evenly spaced frames
+    of each video or frame folder (its centre frame for 1)."""
+    from PIL import Image
 
-    for line in caption_files(args.inputs, args.folder, args.clip, args.tokenizer, args.config or None,
-                              args.out, args.max_new_tokens, args.frames, args.device):
-        print(line)
+    from datamodules.video import IMAGE_SUFFIXES, open_video
+
+    out = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES:
+            out.append((path.stem, np.asarray(Image.open(path).convert("RGB"))))
+            continue
+        with open_video(path.parent, path.name) as source:
+            n = source.num_frames
+            picks = [n // 2] if frames_per_video == 1 else np.linspace(0, n - 1, frames_per_video).round()
+            indices = np.unique(np.asarray(picks, dtype=np.int64))
+            frames = source.read_frames(indices)
+        out.extend((f"{path.stem}_{int(i):06d}", frame) for i, frame in zip(indices, frames))
+    return out
+
+
+def _caption(args) -> int:
+    import torch
+    from PIL import Image
+
+    from callbacks.annotated_video_writer import PALETTE, composite, render_overlay
+    from models.glamm import GLaMM
+
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
+    dtype = torch.bfloat16 if device.startswith("cuda") else None
+    model = GLaMM.from_folder(args.folder, clip_dir=args.clip, tokenizer_dir=args.tokenizer,
+                              config=args.config or GLAMM_CONFIG, device=device, dtype=dtype)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, frame in read_inputs(args.inputs, args.frames):  # frames of different sizes: one call each
+        result = model.ground(frame[None], max_new_tokens=args.max_new_tokens)[0]
+        keep = result.has_box.numpy()
+        phrases = [p for p, k in zip(result.phrases, keep) if k]
+        colours = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(dict.fromkeys(phrases))}
+        overlay = render_overlay(frame.shape[1], frame.shape[0], result.boxes.numpy()[keep] + [0, 0, 1, 1],
+                                 phrases, colours, caption=result.caption)
+        Image.fromarray(composite(frame[None], overlay)[0]).save(out / f"{name}.jpg")
+        boxes = "; ".join(f"{p}: {[round(float(v)) for v in b]}" for p, b in zip(phrases, result.boxes[keep]))
+        print(f"{name}: {result.tagged_caption}" + (f"  [{boxes}]" if boxes else ""))
+    print(f"images with boxes written to {out}")
     return 0
 
 

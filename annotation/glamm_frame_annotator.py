@@ -46,15 +46,13 @@ class GLaMMFrameAnnotator:
 
     def annotate_frames(self, frames: np.ndarray) -> list[tuple[str, list[str], np.ndarray, np.ndarray]]:
         """``(caption, phrases, boxes (n, 4) pixel xyxy, scores (n,))`` per frame of one size."""
+        from models.glamm_predictions import frame_boxes, ground_in_batches
+
         out = []
-        for start in range(0, len(frames), self.batch_size):
-            for result in self.model.ground(frames[start:start + self.batch_size], max_new_tokens=self.max_new_tokens):
-                keep = result.has_box
-                probs = result.mask_logits.float().sigmoid() * result.masks
-                scores = probs.flatten(1).sum(dim=1) / result.masks.flatten(1).sum(dim=1).clamp(min=1)
-                boxes = result.boxes + torch.tensor([0.0, 0.0, 1.0, 1.0])  # inclusive max -> continuous extent
-                out.append((result.caption, [p for p, k in zip(result.phrases, keep.tolist()) if k],
-                            boxes[keep].numpy().astype(np.float32), scores[keep].numpy().astype(np.float32)))
+        for result in ground_in_batches(self.model, frames, self.batch_size, max_new_tokens=self.max_new_tokens):
+            labels, boxes, scores = frame_boxes(result)
+            out.append((result.caption, labels, np.asarray(boxes, np.float32).reshape(-1, 4),
+                        np.asarray(scores, np.float32)))
         return out
 
     def annotate(self, clips: list[DecodedClip]) -> list[list[FrameAnnotation]]:

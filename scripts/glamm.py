@@ -3,12 +3,18 @@
     python scripts/glamm.py check GLAMM_FOLDER [--config configs/official/glamm.yaml]
     python scripts/glamm.py grove-init GLAMM_FOLDER --config configs/pretrain.yaml
     python scripts/glamm.py caption --folder GLAMM_FOLDER --clip CLIP_DIR IMAGE_OR_VIDEO... [--out runs/glamm]
+    python scripts/glamm.py baseline --folder GLAMM_FOLDER --clip CLIP_DIR --gt ANNOTATIONS --videos VIDEOS \
+        --level video --out glamm_video.json
+    python -m metrics.evaluate --gt ANNOTATIONS --pred glamm_video.json
 
 ``check`` builds GLaMM on the meta device and reads no weights (a folder of meta tensors checks
 too); it prints what every key became and exits with status 1 naming each unaccounted key,
 missing tensor or shape mismatch. ``grove-init`` does the same for GROVE started from GLaMM (the
 official pre-training's start) and prints which tensors come from GLaMM, from CLIP, or are new.
 ``caption`` prints each frame's grounded caption and writes the frame with its phrases' boxes drawn.
+``baseline`` writes the GROVE paper's GLaMM baselines for ground-truth clips in the prediction
+format (:mod:`models.glamm_predictions`: ``frame``, each frame's own caption and boxes; ``video``,
+the centre frame's caption and its phrases grounded on every annotated frame).
 """
 from __future__ import annotations
 
@@ -63,14 +69,12 @@ def read_inputs(inputs: list[str], frames_per_video: int) -> list[tuple[str, np.
 
 
 def _caption(args) -> int:
-    import torch
     from PIL import Image
 
     from callbacks.annotated_video_writer import PALETTE, composite, render_overlay
     from models.glamm import GLaMM
 
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
-    dtype = torch.bfloat16 if device.startswith("cuda") else None
+    device, dtype = _device_and_dtype(args.device)
     model = GLaMM.from_folder(args.folder, clip_dir=args.clip, tokenizer_dir=args.tokenizer,
                               config=args.config or GLAMM_CONFIG, device=device, dtype=dtype)
     out = Path(args.out)
@@ -86,6 +90,37 @@ def _caption(args) -> int:
         boxes = "; ".join(f"{p}: {[round(float(v)) for v in b]}" for p, b in zip(phrases, result.boxes[keep]))
         print(f"{name}: {result.tagged_caption}" + (f"  [{boxes}]" if boxes else ""))
     print(f"images with boxes written to {out}")
+    return 0
+
+
+def _device_and_dtype(name: str):
+    import torch
+
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name
+    return device, (torch.bfloat16 if device.startswith("cuda") else None)  # GLaMM's own precision on GPU
+
+
+def _baseline(args) -> int:
+    import json
+
+    from datamodules.records import read_records
+    from models.glamm import GLaMM
+    from models.glamm_predictions import predict_records
+
+    device, dtype = _device_and_dtype(args.device)
+    model = GLaMM.from_folder(args.folder, clip_dir=args.clip, tokenizer_dir=args.tokenizer,
+                              config=args.config or GLAMM_CONFIG, device=device, dtype=dtype)
+    records = {r.key: r for r in read_records(args.gt)}
+    if args.limit is not None:
+        records = dict(list(records.items())[:args.limit])
+    preds, skipped = predict_records(model, records, args.videos, args.level, args.batch_size, args.max_new_tokens)
+    for key, reason in skipped.items():
+        print(f"skipped {key}: {reason}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(preds, indent=1))
+    print(f"wrote {len(preds)} clip predictions ({args.level} level) to {out}; score them with\n"
+          f"  python -m metrics.evaluate --gt {args.gt} --pred {out}")
     return 0
 
 
@@ -108,8 +143,23 @@ def main(argv: list[str] | None = None) -> int:
     caption.add_argument("--max-new-tokens", type=int, default=512)
     caption.add_argument("--frames", type=int, default=1, help="frames per video, evenly spaced (the centre one for 1)")
     caption.add_argument("--device", default="auto")
+    baseline = sub.add_parser("baseline", help="GLaMM baseline predictions for ground-truth clips")
+    baseline.add_argument("--folder", required=True, help="GLaMM checkpoint folder")
+    baseline.add_argument("--clip", default=None, help="OpenAI CLIP ViT-L/14-336 weights (file or folder)")
+    baseline.add_argument("--tokenizer", default=None, help="tokenizer folder (default: --folder)")
+    baseline.add_argument("--config", action="append", help="GLaMM geometry (default configs/official/glamm.yaml)")
+    baseline.add_argument("--gt", required=True, help="ground-truth annotations (any layout the project reads)")
+    baseline.add_argument("--videos", required=True, help="the clips' video folder")
+    baseline.add_argument("--level", default="video", choices=("frame", "video"),
+                          help="frame: each frame's own caption and boxes; video: the centre frame's caption, "
+                               "its phrases grounded on every frame")
+    baseline.add_argument("--out", required=True, help="predictions JSON to write")
+    baseline.add_argument("--batch-size", type=int, default=8, help="frames per GLaMM forward")
+    baseline.add_argument("--max-new-tokens", type=int, default=512)
+    baseline.add_argument("--limit", type=int, default=None, help="the first N clips only")
+    baseline.add_argument("--device", default="auto")
     args = parser.parse_args(argv)
-    return {"check": _check, "grove-init": _grove_init, "caption": _caption}[args.command](args)
+    return {"check": _check, "grove-init": _grove_init, "caption": _caption, "baseline": _baseline}[args.command](args)
 
 
 if __name__ == "__main__":

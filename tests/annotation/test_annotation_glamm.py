@@ -11,7 +11,7 @@ from annotation.__main__ import main
 from annotation.clips import clips_from_timestamps
 from annotation.config import load_config
 from annotation.pipeline import FrameWorker
-from tests.fixtures.official_glamm_state import glamm_state_dict, save_glamm_folder
+from tests.fixtures.official_glamm_state import save_loud_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs" / "annotation"
@@ -24,11 +24,7 @@ def synthetic(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("glamm_synthetic")
     paths = generate_synthetic_dataset(root, num_train=0, num_val=0, num_test=2, seed=0, workers=1, duration_s=2.0)
-    state = glamm_state_dict("tiny")
-    for key in state:  # a louder mask head, so that random masks cover part of a frame
-        if ".output_upscaling." in key or ".output_hypernetworks_mlps." in key:
-            state[key] = state[key] * 40
-    folder = save_glamm_folder(root / "glamm", state=state)
+    folder = save_loud_glamm_folder(root / "glamm")
     overlay = root / "tiny_glamm.yaml"
     overlay.write_text(json.dumps({"clips": {"timestamps": None}, "stage1": {
         "path": str(folder), "clip_path": None, "config": str(TINY), "max_new_tokens": 8, "batch_size": 4,

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torchvision.ops import masks_to_boxes as torchvision_masks_to_boxes
 
 from models.glamm import GLaMM, glamm_encode, load_glamm_tokenizer, masks_to_boxes
-from tests.fixtures.official_glamm_state import glamm_state_dict, save_glamm_folder
+from tests.fixtures.official_glamm_state import save_loud_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "configs" / "official" / "glamm_tiny.yaml"
@@ -25,11 +25,7 @@ def llama_tokenizer_root() -> Path:
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
-    state = glamm_state_dict("tiny")
-    for key in state:  # louder mask head: random masks that cover part of the frame, not all or nothing
-        if ".output_upscaling." in key or ".output_hypernetworks_mlps." in key:
-            state[key] = state[key] * 40
-    return save_glamm_folder(tmp_path_factory.mktemp("glamm") / "tiny", state=state)
+    return save_loud_glamm_folder(tmp_path_factory.mktemp("glamm") / "tiny")
 
 
 @pytest.fixture(scope="module")

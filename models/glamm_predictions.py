@@ -10,6 +10,9 @@ caption. Two ways to turn it into a grounded video caption, both scored by ``met
   (teacher-forced, GLaMM's [SEG] masks for those phrases), so each phrase gets a box wherever
   GLaMM's mask for it is not empty.
 
+With ``teacher_forced``, the ground-truth caption replaces GLaMM's own on every frame (grounding a
+known caption, as for VidSTG): a grounding-only reference point.
+
 Boxes are the masks' tight boxes as continuous pixel ``xyxy`` (last row and column included); a
 box's score is the mean mask probability over its pixels.
 """
@@ -46,13 +49,18 @@ def ground_in_batches(model: GLaMM, frames: np.ndarray, batch_size: int, caption
 
 
 def clip_prediction(model: GLaMM, frames: np.ndarray, frame_indices: Iterable[int], level: str = "video",
-                    batch_size: int = 8, max_new_tokens: int = 512) -> dict:
-    """One clip's prediction (the JSON format ``predict`` writes) from its annotated frames ``(N, H, W, 3)``."""
+                    batch_size: int = 8, max_new_tokens: int = 512, caption: str | None = None) -> dict:
+    """One clip's prediction (the JSON format ``predict`` writes) from its annotated frames ``(N, H, W, 3)``;
+    ``caption`` (tagged ``<p>..</p>``): ground it on every frame instead of generating."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
     indices = [int(i) for i in frame_indices]
     centre = len(indices) // 2
-    if level == "frame":
+    if caption is not None:
+        results = ground_in_batches(model, frames, batch_size, captions=[caption] * len(frames))
+        head = results[centre]
+        level = "video"
+    elif level == "frame":
         results = ground_in_batches(model, frames, batch_size, max_new_tokens=max_new_tokens)
         head = results[centre]
     else:
@@ -69,9 +77,10 @@ def clip_prediction(model: GLaMM, frames: np.ndarray, frame_indices: Iterable[in
 
 
 def predict_records(model: GLaMM, records: Mapping[str, object], video_root: str | Path, level: str = "video",
-                    batch_size: int = 8, max_new_tokens: int = 512) -> tuple[dict[str, dict], dict[str, str]]:
+                    batch_size: int = 8, max_new_tokens: int = 512,
+                    teacher_forced: bool = False) -> tuple[dict[str, dict], dict[str, str]]:
     """Predictions for ground-truth clips (their annotated frames), and the clips whose video could
-    not be read, with the reason."""
+    not be read, with the reason. ``teacher_forced``: ground each clip's own caption."""
     from datamodules.video import VideoDecodeError, open_video
 
     preds, skipped = {}, {}
@@ -82,5 +91,6 @@ def predict_records(model: GLaMM, records: Mapping[str, object], video_root: str
         except (VideoDecodeError, FileNotFoundError, IndexError, OSError) as err:
             skipped[key] = str(err)
             continue
-        preds[key] = clip_prediction(model, frames, record.frame_indices, level, batch_size, max_new_tokens)
+        caption = record.tagged_caption if teacher_forced else None
+        preds[key] = clip_prediction(model, frames, record.frame_indices, level, batch_size, max_new_tokens, caption)
     return preds, skipped

@@ -113,13 +113,15 @@ def _baseline(args) -> int:
     records = {r.key: r for r in read_records(args.gt)}
     if args.limit is not None:
         records = dict(list(records.items())[:args.limit])
-    preds, skipped = predict_records(model, records, args.videos, args.level, args.batch_size, args.max_new_tokens)
+    preds, skipped = predict_records(model, records, args.videos, args.level, args.batch_size, args.max_new_tokens,
+                                     args.teacher_forced)
     for key, reason in skipped.items():
         print(f"skipped {key}: {reason}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(preds, indent=1))
-    print(f"wrote {len(preds)} clip predictions ({args.level} level) to {out}; score them with\n"
+    how = "teacher-forced" if args.teacher_forced else f"{args.level} level"
+    print(f"wrote {len(preds)} clip predictions ({how}) to {out}; score them with\n"
           f"  python -m metrics.evaluate --gt {args.gt} --pred {out}")
     return 0
 
@@ -153,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     baseline.add_argument("--level", default="video", choices=("frame", "video"),
                           help="frame: each frame's own caption and boxes; video: the centre frame's caption, "
                                "its phrases grounded on every frame")
+    baseline.add_argument("--teacher-forced", action="store_true",
+                          help="ground each clip's ground-truth caption on every frame (a grounding-only reference)")
     baseline.add_argument("--out", required=True, help="predictions JSON to write")
     baseline.add_argument("--batch-size", type=int, default=8, help="frames per GLaMM forward")
     baseline.add_argument("--max-new-tokens", type=int, default=512)

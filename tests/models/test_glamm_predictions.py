@@ -57,3 +57,16 @@ def test_baseline_predictions_score_with_the_evaluator(data, tmp_path, level, ca
     assert report["num_clips"] == 2 and not report["missing_predictions"]
     assert {"AP50", "recall", "mIoU"} <= set(report["metrics"])
     assert "AP50" in capsys.readouterr().out
+
+
+def test_teacher_forced_baseline_grounds_the_truth_caption(data, tmp_path):
+    out = tmp_path / "tf.json"
+    assert _script("baseline", "--folder", str(data["glamm"]), "--config", str(TINY), "--gt", str(data["gt"]),
+                   "--videos", str(data["videos"]), "--teacher-forced", "--out", str(out), "--device", "cpu") == 0
+    preds = json.loads(out.read_text())
+    for key, record in ((r.key, r) for r in read_records(data["gt"])):
+        assert preds[key]["phrases"] == list(record.phrases) and preds[key]["caption"] == record.caption
+        assert any(frame["labels"] for frame in preds[key]["frames"])  # the loud tiny GLaMM's masks give boxes
+    report = evaluate_main(["--gt", str(data["gt"]), "--pred", str(out), "--text-encoder", "exact",
+                            "--caption-metrics", "", "--no-capture"])
+    assert report["metrics"]["num_pred_boxes"] > 0

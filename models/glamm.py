@@ -305,6 +305,9 @@ class GLaMM(nn.Module):
         tokens = torch.cat((lead.unsqueeze(0).expand(sparse.shape[0], -1, -1), sparse), dim=1)
         dense = self.prompt_encoder.no_mask_embed.weight.reshape(1, -1, 1, 1)
         src = image_embeddings[frame_index].to(dense.dtype) + dense
+        pe_layer = self.prompt_encoder.pe_layer
+        if pe_layer.positional_encoding_gaussian_matrix.dtype != torch.float32:
+            pe_layer.float()  # SAM builds its coordinate grid in fp32: keep its Fourier matrix fp32 (bf16 models)
         pos = self.prompt_encoder.get_dense_pe().to(src.dtype).expand(src.shape[0], -1, -1, -1)
         b, c, gh, gw = src.shape
         hs, src = dec.transformer(src, pos, tokens)

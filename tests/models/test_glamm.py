@@ -120,6 +120,15 @@ def test_caption_command_prints_and_draws(folder, frames, tmp_path, capsys):
     assert np.asarray(Image.open(out / "frame.jpg")).shape == frames[0].shape
 
 
+def test_bf16_model_grounds_as_on_a_gpu(folder, frames):
+    """GLaMM's GPU precision (bf16 weights; masks upsampled in fp32), here on the CPU."""
+    half = GLaMM.from_folder(folder, config=TINY, dtype=torch.bfloat16)
+    result = half.ground(frames[:1], captions=CAPTIONS[:1])[0]
+    assert result.mask_logits.dtype == torch.float32 and result.masks.shape == (2, 90, 120)
+    nonempty = result.masks.flatten(1).any(dim=1)
+    assert torch.equal(result.boxes[nonempty], torchvision_masks_to_boxes(result.masks[nonempty]))
+
+
 def test_bad_frames_are_refused(model):
     with pytest.raises(ValueError, match="uint8"):
         model.ground(np.zeros((1, 8, 8, 3), np.float32))

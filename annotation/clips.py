@@ -2,8 +2,10 @@
 
 A clip is named by ``{video_id}_{clip_id}``, the record key of the HowToGround1M layout. With
 ground truth (``--truth``) the clips are exactly its records' clips (same video, frames and key),
-so the output can be scored key by key. Without it every video of the folder is one clip, or is
-cut into consecutive windows of ``seconds`` (the paper annotates 8-s clips).
+so the output can be scored key by key. Without it every video of the folder is one clip, is
+cut into consecutive windows of ``seconds`` (the paper annotates 8-s clips), or is cut at the
+clip timestamps of HowToCaption (Shvetsova et al., 2023), the clips HowToGround1M was sampled
+from (GROVE paper, section 3).
 """
 from __future__ import annotations
 
@@ -77,6 +79,19 @@ def clips_from_records(records: Iterable) -> list[ClipSpec]:
             for r in records]
 
 
+def _frame_rate_and_count(folder: str | Path, video: str, purpose: str) -> tuple[float, int] | SkippedClip:
+    """A video's frame rate and frame count from its header, or why the video is skipped."""
+    key = f"{video_id_of(video)}_*"
+    try:
+        with open_video(folder, video) as source:
+            fps, num_frames = source.fps, source.num_frames
+    except (VideoDecodeError, OSError) as err:
+        return SkippedClip(key, video, str(err))
+    if not fps:
+        return SkippedClip(key, video, f"{video}: no frame rate known, {purpose}")
+    return fps, num_frames
+
+
 def clips_from_videos(folder: str | Path, seconds: float | None = None, min_seconds: float = 2.0,
                       ) -> tuple[list[ClipSpec], list[SkippedClip]]:
     """Every video under ``folder`` as one clip (``seconds=None``) or as consecutive ``seconds`` windows.
@@ -98,19 +113,73 @@ def clips_from_videos(folder: str | Path, seconds: float | None = None, min_seco
         if seconds is None:
             specs.append(ClipSpec(v, vid, "0"))
             continue
-        try:
-            with open_video(folder, v) as source:
-                fps, num_frames = source.fps, source.num_frames
-        except (VideoDecodeError, OSError) as err:
-            skipped.append(SkippedClip(f"{vid}_*", v, str(err)))
+        header = _frame_rate_and_count(folder, v, f"cannot cut {seconds}-s clips")
+        if isinstance(header, SkippedClip):
+            skipped.append(header)
             continue
-        if not fps:
-            skipped.append(SkippedClip(f"{vid}_*", v, f"{v}: no frame rate known, cannot cut {seconds}-s clips"))
-            continue
+        fps, num_frames = header
         window = max(1, int(round(seconds * fps)))
         shortest = int(round(min_seconds * fps))
         for i, start in enumerate(range(0, num_frames, window)):
             end = min(start + window, num_frames) - 1
             if end - start + 1 >= shortest or i == 0:
+                specs.append(ClipSpec(v, vid, str(i), start, end, float(fps)))
+    return specs, skipped
+
+
+def read_timestamps(path: str | Path) -> dict[str, list[tuple[float, float]]]:
+    """HowToCaption clip spans per video: ``{video_id: [(start_s, end_s), ...]}``.
+
+    The file (JSON, or a pickle read through the restricted unpickler) maps each HowTo100M video id
+    to ``{"start": [...], "end": [...], "text": [...]}`` in seconds, HowTo100M's ``caption.json``
+    layout that HowToCaption keeps; a list of ``{"start", "end"}`` entries per video is read too.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"clips.timestamps: {path} does not exist")
+    if path.suffix.lower() in (".pkl", ".pickle"):
+        from datamodules.safe_pickle import safe_load
+
+        data = safe_load(path)
+    else:
+        import json
+
+        data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"clips.timestamps: {path} must map video ids to their clips, got {type(data).__name__}")
+    out = {}
+    for video_id, entry in data.items():
+        try:
+            if isinstance(entry, dict):
+                spans = list(zip(entry["start"], entry["end"]))
+            else:
+                spans = [(e["start"], e["end"]) for e in entry]
+            out[str(video_id)] = [(float(a), float(b)) for a, b in spans]
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"clips.timestamps: {path}: video '{video_id}' has no start/end seconds ({err})") from None
+    return out
+
+
+def clips_from_timestamps(folder: str | Path, timestamps: str | Path, min_seconds: float = 2.0,
+                          ) -> tuple[list[ClipSpec], list[SkippedClip]]:
+    """The HowToCaption clips of the videos under ``folder``: clip ``i`` of a video spans its i-th
+    ``[start, end)`` seconds (frames ``round(start * fps)`` to ``round(end * fps) - 1``, within the
+    video). Clips shorter than ``min_seconds`` are dropped; videos without timestamps are skipped."""
+    spans = read_timestamps(timestamps)
+    specs, skipped = [], []
+    for v in find_videos(folder):
+        vid = video_id_of(v)
+        if vid not in spans:
+            skipped.append(SkippedClip(f"{vid}_*", v, f"{v}: no clips for video id '{vid}' in {timestamps}"))
+            continue
+        header = _frame_rate_and_count(folder, v, "cannot place timestamps")
+        if isinstance(header, SkippedClip):
+            skipped.append(header)
+            continue
+        fps, num_frames = header
+        for i, (start_s, end_s) in enumerate(spans[vid]):
+            start = max(0, int(round(start_s * fps)))
+            end = min(int(round(end_s * fps)) - 1, num_frames - 1)
+            if end >= start and (end - start + 1) >= min_seconds * fps:
                 specs.append(ClipSpec(v, vid, str(i), start, end, float(fps)))
     return specs, skipped

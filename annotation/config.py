@@ -5,7 +5,8 @@ every key is checked: an unknown section, backend or option is an error naming t
 the dotted key. The merged config is a plain dict, so the Ray engine ships it to its workers,
 which build their stages from it (:mod:`annotation.pipeline`).
 
-Sections: ``clips`` (how videos are cut when there is no ground truth), ``decode`` (``every``:
+Sections: ``clips`` (how videos are cut when there is no ground truth: fixed ``seconds`` windows, or
+the clips of a HowToCaption ``timestamps`` file), ``decode`` (``every``:
 Stage 1 on every n-th frame of the 5-fps grid), ``stage1`` / ``stage2`` / ``stage3`` (``backend``
 plus that backend's options), ``llm`` (the chat model Stages 2 and 3 share when their backend is
 ``llm``), ``tracks``, ``max_retries`` and ``engine``.
@@ -22,7 +23,7 @@ from typing import Any, Sequence
 import yaml
 
 DEFAULTS: dict[str, Any] = {
-    "clips": {"seconds": None, "min_seconds": 2.0},
+    "clips": {"seconds": None, "min_seconds": 2.0, "timestamps": None},
     "decode": {"every": 1},
     "stage1": {"backend": "noisy_oracle"},
     "stage2": {"backend": "rule"},
@@ -35,7 +36,7 @@ DEFAULTS: dict[str, Any] = {
                        "num_cpus": None, "object_store_mb": None}},
 }
 SECTION_KEYS = {
-    "clips": {"seconds", "min_seconds"},
+    "clips": {"seconds", "min_seconds", "timestamps"},
     "decode": {"every"},
     "tracks": {"same_class_boxes", "min_boxes"},
     "engine": {"batch_size", "torch_threads", "ray"},
@@ -53,12 +54,14 @@ def backend_classes() -> dict[str, dict[str, type]]:
     from annotation.caption_aggregation import LLMCaptionAggregator, RuleCaptionAggregator
     from annotation.chat_openai import OpenAIChat
     from annotation.chat_transformers import TransformersChat
+    from annotation.glamm_frame_annotator import GLaMMFrameAnnotator
     from annotation.hf_frame_annotator import CaptionerDetectorFrameAnnotator
     from annotation.noisy_oracle import NoisyOracleFrameAnnotator
     from annotation.phrase_classification import EmbeddingPhraseClassifier, LLMPhraseClassifier
 
     return {
-        "stage1": {"noisy_oracle": NoisyOracleFrameAnnotator, "captioner_detector": CaptionerDetectorFrameAnnotator},
+        "stage1": {"noisy_oracle": NoisyOracleFrameAnnotator, "captioner_detector": CaptionerDetectorFrameAnnotator,
+                   "glamm": GLaMMFrameAnnotator},
         "stage2": {"rule": RuleCaptionAggregator, "llm": LLMCaptionAggregator},
         "stage3": {"embedding": EmbeddingPhraseClassifier, "llm": LLMPhraseClassifier},
         "llm": {"transformers": TransformersChat, "openai": OpenAIChat},
@@ -106,6 +109,9 @@ def validate(config: dict, where: str = "<config>") -> dict:
     if uses_llm and config.get("llm") is None:
         raise ConfigError(f"{where}: {' and '.join(uses_llm)} use backend 'llm' but there is no 'llm' section "
                           "(backend: transformers with a path, or openai with a url)")
+    if config["clips"]["timestamps"] is not None and config["clips"]["seconds"] is not None:
+        raise ConfigError(f"{where}: clips.timestamps (HowToCaption clips) and clips.seconds (fixed windows) "
+                          "are two ways to cut clips: set one")
     if int(config["decode"]["every"]) < 1:
         raise ConfigError(f"{where}: decode.every must be >= 1, got {config['decode']['every']}")
     if int(config["engine"]["batch_size"]) < 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from annotation.clips import SkippedClip, clips_from_records, clips_from_videos
+from annotation.clips import SkippedClip, clips_from_records, clips_from_timestamps, clips_from_videos
 from annotation.outcomes import Rejection
 from annotation.output import OutputFolder
 from annotation.report import RunReport
@@ -17,6 +17,8 @@ def plan_clips(config: dict, videos: str | Path, truth: str | Path | None, limit
     """The clips to annotate (ground-truth clips when ``truth`` is given) and the videos skipped while planning."""
     if truth is not None:
         specs, skipped = clips_from_records(read_records(truth)), []
+    elif config["clips"].get("timestamps") is not None:
+        specs, skipped = clips_from_timestamps(videos, config["clips"]["timestamps"], config["clips"]["min_seconds"])
     else:
         specs, skipped = clips_from_videos(videos, config["clips"]["seconds"], config["clips"]["min_seconds"])
     keys = [s.key for s in specs]

@@ -39,7 +39,7 @@ MODEL_PATH_KEYS = {"checkpoint": "Pretrained weights", "path": "Pretrained weigh
                    "tokenizer_path": "Pretrained weights", "factual_path": "Pretrained weights"}
 # Path keys directly under model.init_args (the judge's).
 TOP_LEVEL_PATH_KEYS = {"model_path": "Pretrained weights", "adapter_path": "The VC-Inspector judge",
-                       "vision_checkpoint": "The VC-Inspector judge"}
+                       "vision_checkpoint": "The VC-Inspector judge", "init_from_glamm": "Pretrained weights"}
 DATA_PATH_SUFFIXES = ("_annotations", "video_root", "_keys")
 
 

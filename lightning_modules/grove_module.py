@@ -22,6 +22,24 @@ from models.loss import GroveLoss
 EVAL_SETTINGS = ("objectness_threshold", "objectness_strict", "max_new_tokens", "window_mode", "text_protocol")
 
 
+def start_from_glamm(model: Grove, folder: str) -> str:
+    """Load a GLaMM folder into ``model`` (:func:`models.official_checkpoint.init_grove_from_glamm`);
+    returns the table of tensors from GLaMM / CLIP / new, also printed on rank zero."""
+    from pathlib import Path
+
+    from lightning.pytorch.utilities import rank_zero_info
+
+    from models.official_checkpoint import init_grove_from_glamm, init_table
+
+    if not Path(folder).is_dir():
+        raise FileNotFoundError(f"model.init_from_glamm: {folder!r} is not a folder. See the README section "
+                                "'Pretrained weights' (GLaMM-GranD-Pretrained), or stack "
+                                "configs/pretrain_raw_towers.yaml to start from the raw towers instead")
+    table = init_table(init_grove_from_glamm(model, folder), model.global_encoder.config.checkpoint)
+    rank_zero_info(f"GROVE initialised from GLaMM ({folder}):\n{table}")
+    return table
+
+
 def _default_optimizer(params):
     return torch.optim.AdamW(params, lr=5e-5, betas=(0.9, 0.95), weight_decay=0.0)
 
@@ -54,6 +72,10 @@ class GroveModule(L.LightningModule):
             as the released datasets build them; :func:`models.prompting.official_target_text`).
         train_rel_pos: also train the relative position tables of SAM's global-attention blocks
             (the released GROVE does).
+        init_from_glamm: a released GLaMM checkpoint folder to start from, as the official
+            pre-training does (:func:`models.official_checkpoint.init_grove_from_glamm`: the LLM,
+            projector, SAM and [SEG] projection from GLaMM; CLIP from ``global_encoder.checkpoint``;
+            adapters and heads new). A table of where each tensor came from is printed.
         optimizer / lr_scheduler: set from the config (AdamW, warm-up + linear decay by default).
     """
 
@@ -85,6 +107,7 @@ class GroveModule(L.LightningModule):
         window_mode: str = "interleaved",
         text_protocol: str = "project",
         target_text: str = "as_is",
+        init_from_glamm: str | None = None,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
     ):
@@ -102,6 +125,8 @@ class GroveModule(L.LightningModule):
         self.optimizer_factory = optimizer
         self.lr_scheduler_factory = lr_scheduler
         self.model = Grove(global_encoder, grounding_encoder, language_model, decoder)
+        if init_from_glamm is not None:
+            self.init_table = start_from_glamm(self.model, init_from_glamm)
         self.criterion = GroveLoss(ce_weight, giou_weight, l1_weight, objectness_weight,
                                    use_objectness=decoder.use_objectness)
         self.prompter = self.model.make_prompter(sample_question=sample_question, template=chat_template,

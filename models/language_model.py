@@ -153,8 +153,10 @@ class GroveLanguageModel(nn.Module):
                 param.requires_grad_(before.get(name.replace(".base_layer", ""), True))
         if config.gradient_checkpointing:
             self.model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
-        self.det_token_id = self.tokenizer.convert_tokens_to_ids(DET_TOKEN)
-        self.video_token_id = (OFFICIAL_VIDEO_INDEX if config.special_tokens == "official"
+        # GLaMM's vocabulary (special_tokens=glamm) reads its queries at [SEG]
+        self.det_token_id = self.tokenizer.convert_tokens_to_ids(
+            "[SEG]" if config.special_tokens == "glamm" else DET_TOKEN)
+        self.video_token_id = (OFFICIAL_VIDEO_INDEX if config.special_tokens in ("official", "glamm")
                                else self.tokenizer.convert_tokens_to_ids(VIDEO_TOKEN))
 
     @property

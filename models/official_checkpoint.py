@@ -10,11 +10,19 @@ device, so a check never allocates the 8.4 B weights.
 
 Grove parameters with no official counterpart are listed in :data:`PROJECT_ONLY` with the value
 they get.
+
+The same mechanism reads GLaMM's released checkpoint (``GLaMMForCausalLM``, the model GROVE
+extends): an :class:`OfficialLayout` says, per source, which rules map its keys, which are
+dropped or ignored, which target tensors come from elsewhere (OpenAI's CLIP) or start new, and
+how a tensor of another shape is resized. :data:`GROVE_LAYOUT` is the released GROVE into
+:class:`models.grove.Grove`, :data:`GLAMM_LAYOUT` GLaMM into :class:`models.glamm.GLaMM`, and
+:data:`GROVE_FROM_GLAMM_LAYOUT` GLaMM into GROVE as the official pre-training starts.
 """
 from __future__ import annotations
 
 from core.weights import load_state_dict_file
 
+import json
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -29,10 +37,9 @@ from models.global_video_encoder import hf_clip_vision_name
 CLIP = "model.vision_tower.vision_tower.vision_model."
 SAM = "model.grounding_encoder."
 
-# (official key pattern, project key template): applied in order, first match wins.
-RENAMES: tuple[tuple[str, str], ...] = (
-    (rf"^{re.escape(CLIP)}encoder\.adapters\.(\d+)\.conv3d\.(weight|bias)$", r"global_encoder.adapters.\1.conv.\2"),
-    (rf"^{re.escape(CLIP)}encoder\.adapters\.(\d+)\.alpha$", r"global_encoder.adapters.\1.alpha"),
+# Rules shared by every layout: the LLaMA, its embeddings, LLaVA's projector, SAM's image
+# encoder and GLaMM's text projection keep their names in GLaMM and GROVE.
+_SHARED_RENAMES: tuple[tuple[str, str], ...] = (
     (r"^model\.mm_projector\.(0|2)\.(weight|bias)$", r"global_encoder.projector.\1.\2"),
     (r"^model\.embed_tokens\.weight$", r"language_model.model.model.embed_tokens.weight"),
     (r"^model\.layers\.(.+)$", r"language_model.model.model.layers.\1"),
@@ -42,18 +49,27 @@ RENAMES: tuple[tuple[str, str], ...] = (
      r"grounding_encoder.adapters.\1.conv.\2"),
     (rf"^{re.escape(SAM)}image_encoder\.adapters\.(\d+)\.alpha$", r"grounding_encoder.adapters.\1.alpha"),
     (rf"^{re.escape(SAM)}image_encoder\.(.+)$", r"grounding_encoder.backbone.\1"),
+    (r"^model\.text_hidden_fcs\.0\.(0|2)\.(weight|bias)$", r"query_projector.\1.\2"),
+)
+
+# (official key pattern, project key template): applied in order, first match wins.
+RENAMES: tuple[tuple[str, str], ...] = (
+    (rf"^{re.escape(CLIP)}encoder\.adapters\.(\d+)\.conv3d\.(weight|bias)$", r"global_encoder.adapters.\1.conv.\2"),
+    (rf"^{re.escape(CLIP)}encoder\.adapters\.(\d+)\.alpha$", r"global_encoder.adapters.\1.alpha"),
+    *_SHARED_RENAMES,
     (rf"^{re.escape(SAM)}prompt_encoder\.pe_layer\.positional_encoding_gaussian_matrix$",
      r"box_decoder.pe_layer.positional_encoding_gaussian_matrix"),
     (rf"^{re.escape(SAM)}prompt_encoder\.no_mask_embed\.weight$", r"box_decoder.no_mask_embed"),
     (rf"^{re.escape(SAM)}mask_decoder\.transformer\.(.+)$", r"box_decoder.transformer.\1"),
     (rf"^{re.escape(SAM)}mask_decoder\.bbox_prediction_head\.(0|2)\.(weight|bias)$", r"box_head.mlp.\1.\2"),
     (rf"^{re.escape(SAM)}mask_decoder\.temporal_objectness_head\.(weight|bias)$", r"objectness_head.linear.\1"),
-    (r"^model\.text_hidden_fcs\.0\.(0|2)\.(weight|bias)$", r"query_projector.\1.\2"),
 )
 
+REGION_ENCODER = {
+    "model.region_encoder.": "GLaMM's region encoder (region-level inputs; unused for grounded captioning)"}
 # Official key prefixes that grounded captioning does not use, with the reason.
 DROPPED: dict[str, str] = {
-    "model.region_encoder.": "GLaMM's region encoder (region-level inputs; unused for grounded captioning)",
+    **REGION_ENCODER,
     f"{SAM}mask_decoder.output_upscaling.": "SAM's mask up-scaling (GROVE predicts boxes, not masks)",
     f"{SAM}mask_decoder.output_hypernetworks_mlps.": "SAM's mask hyper-network MLPs (no masks)",
     f"{SAM}mask_decoder.iou_prediction_head.": "SAM's mask-IoU head (no masks)",
@@ -68,18 +84,100 @@ PROJECT_ONLY: dict[str, str] = {
 }
 
 MERGED_OUTPUT_TOKENS = (f"{SAM}mask_decoder.iou_token.weight", f"{SAM}mask_decoder.mask_tokens.weight")
+# Buffers that transformers before 4.32 saved with LLaMA checkpoints; recomputed, never loaded.
+ROTARY_INV_FREQ = {r"^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$":
+                   "LLaMA rotary inv_freq buffers (saved by older transformers; recomputed at load)"}
+CLIP_SOURCE = "OpenAI CLIP (not in the GLaMM file; loaded from the CLIP weights)"
+
+
+def mean_resized_rows(rows: Tensor, num_rows: int) -> Tensor:
+    """Token-embedding rows grown to ``num_rows`` as ``resize_token_embeddings`` does by default in
+    transformers 4.46 (``mean_resizing``, which the official GROVE training ran with): old rows
+    kept, each new row the mean of the old ones computed in fp32 (the covariance-scaled noise it
+    adds is 1e-9 times the rows' covariance: below bf16 resolution, so it is left out)."""
+    mean = rows.float().mean(dim=0, keepdim=True).to(rows.dtype)
+    return torch.cat([rows, mean.expand(num_rows - rows.shape[0], -1)], dim=0)
+
+
+def resize_sam_table(key: str, value: Tensor, shape: tuple[int, ...]) -> Tensor | None:
+    """A SAM position table resized to ``shape`` with the rule used for SAM checkpoints
+    (:func:`models.grounding_video_encoder.resize_position_tables`); None for other keys."""
+    from models.grounding_video_encoder import interpolate_pos_embed, resize_rel_pos
+
+    if key.endswith("grounding_encoder.backbone.pos_embed") and value.dim() == 4 and len(shape) == 4:
+        return interpolate_pos_embed(value, tuple(shape[1:3]))
+    if key.endswith((".attn.rel_pos_h", ".attn.rel_pos_w")) and value.dim() == 2 and value.shape[1] == shape[1]:
+        return resize_rel_pos(value, shape[0])
+    return None
+
+
+def resize_glamm_for_grove(key: str, value: Tensor, shape: tuple[int, ...]) -> Tensor | None:
+    """GLaMM tensors GROVE holds at another size: the vocabulary (32007 -> 32010 rows) and SAM's
+    position tables (1024 px -> 512 px). None: not resizable (a true mismatch)."""
+    if key in ("language_model.model.model.embed_tokens.weight", "language_model.model.lm_head.weight"):
+        if value.dim() == 2 and len(shape) == 2 and value.shape[1] == shape[1] and value.shape[0] < shape[0]:
+            return mean_resized_rows(value, shape[0])
+        return None
+    return resize_sam_table(key, value, shape)  # meta tensors resize as shapes only
+
+
+@dataclass(frozen=True)
+class OfficialLayout:
+    """How one released checkpoint maps onto one project model.
+
+    ``renames``: (pattern, template) rules, first match wins (CLIP keys go through
+    :func:`hf_clip_vision_name`). ``dropped``: official key prefix -> why it is not used.
+    ``ignored``: official key pattern -> why it is reported but harmless. ``project_only``:
+    project key -> the value it gets when the file lacks it (zeros). ``external``: project key
+    prefix -> where those tensors come from instead of the file. ``new``: project key prefix ->
+    how they start (the model's own init). ``resize``: a tensor of another shape -> the resized
+    tensor (or None: a mismatch). ``merge_output_tokens``: SAM's IoU and mask tokens become one
+    ``box_decoder.output_tokens`` table.
+    """
+
+    name: str
+    renames: tuple[tuple[str, str], ...]
+    dropped: Mapping[str, str]
+    ignored: Mapping[str, str] = field(default_factory=dict)
+    project_only: Mapping[str, str] = field(default_factory=dict)
+    external: Mapping[str, str] = field(default_factory=dict)
+    new: Mapping[str, str] = field(default_factory=dict)
+    resize: Callable[[str, Tensor, tuple], Tensor | None] | None = None
+    merge_output_tokens: bool = True
+
+
+GROVE_LAYOUT = OfficialLayout("GROVE", RENAMES, DROPPED, project_only=PROJECT_ONLY)
+GLAMM_LAYOUT = OfficialLayout(
+    "GLaMM",
+    (*_SHARED_RENAMES,
+     (rf"^{re.escape(SAM)}prompt_encoder\.(.+)$", r"prompt_encoder.\1"),
+     (rf"^{re.escape(SAM)}mask_decoder\.(.+)$", r"mask_decoder.\1")),
+    REGION_ENCODER, ignored=ROTARY_INV_FREQ, external={"global_encoder.backbone.": CLIP_SOURCE},
+    merge_output_tokens=False)
+GROVE_FROM_GLAMM_LAYOUT = OfficialLayout(
+    "GLaMM -> GROVE", RENAMES, DROPPED, ignored=ROTARY_INV_FREQ,
+    external={"global_encoder.backbone.": CLIP_SOURCE},
+    new={"global_encoder.adapters.": "CLIP adapters (alpha 0: identity at the start)",
+         "grounding_encoder.adapters.": "SAM adapters (alpha 0: identity at the start)",
+         "box_head.": "box head (default init)", "objectness_head.": "temporal objectness head (default init)"},
+    resize=resize_glamm_for_grove)
 
 
 @dataclass
 class ConversionReport:
-    """What became of every official key and every Grove parameter."""
+    """What became of every official key and every project parameter."""
 
     mapped: dict[str, list[str]] = field(default_factory=dict)  # project key -> official keys
     dropped: dict[str, list[str]] = field(default_factory=dict)  # reason -> official keys
+    ignored: dict[str, list[str]] = field(default_factory=dict)  # reason -> official keys (not fatal)
     unaccounted: list[str] = field(default_factory=list)  # official keys with no rule
     missing: list[str] = field(default_factory=list)  # project keys nothing maps to
     filled: list[str] = field(default_factory=list)  # PROJECT_ONLY keys absent from the file
+    external: dict[str, list[str]] = field(default_factory=dict)  # source -> project keys it fills
+    new: dict[str, list[str]] = field(default_factory=dict)  # how they start -> project keys
+    resized: list[tuple[str, tuple, tuple]] = field(default_factory=list)  # (project key, from, to)
     mismatched: list[tuple[str, str, tuple, tuple]] = field(default_factory=list)  # (project, official, got, want)
+    layout: OfficialLayout = GROVE_LAYOUT
 
     @property
     def ok(self) -> bool:
@@ -89,8 +187,13 @@ class ConversionReport:
         """A plain-text summary: counts per outcome, then every problem by name."""
         official_mapped = sum(len(v) for v in self.mapped.values())
         rows = [("mapped", f"{official_mapped} official keys -> {len(self.mapped)} project tensors")]
+        rows += [(f"resized ({len(self.resized)})", ", ".join(f"{k} {list(a)} -> {list(b)}"
+                                                              for k, a, b in self.resized))] if self.resized else []
         rows += [(f"dropped ({len(keys)})", reason) for reason, keys in self.dropped.items()]
-        rows += [("filled", f"{key} ({PROJECT_ONLY[key]})") for key in self.filled]
+        rows += [(f"ignored ({len(keys)})", reason) for reason, keys in self.ignored.items()]
+        rows += [("filled", f"{key} ({self.layout.project_only[key]})") for key in self.filled]
+        rows += [(f"external ({len(keys)})", source) for source, keys in self.external.items()]
+        rows += [(f"new ({len(keys)})", how) for how, keys in self.new.items()]
         rows += [("UNACCOUNTED", key) for key in self.unaccounted]
         rows += [("MISSING", key) for key in self.missing]
         rows += [("SHAPE MISMATCH", f"{official} -> {key}: checkpoint gives {list(got)}, model needs {list(want)}")
@@ -103,30 +206,41 @@ class ConversionReport:
         return "\n".join(lines + [verdict])
 
 
-def drop_reason(key: str) -> str | None:
-    return next((reason for prefix, reason in DROPPED.items() if key.startswith(prefix)), None)
+def drop_reason(key: str, dropped: Mapping[str, str] = DROPPED) -> str | None:
+    return next((reason for prefix, reason in dropped.items() if key.startswith(prefix)), None)
+
+
+def _prefix_reason(key: str, table: Mapping[str, str]) -> str | None:
+    return next((reason for prefix, reason in table.items() if key.startswith(prefix)), None)
 
 
 def convert_official(official: Mapping[str, Tensor], target: Mapping[str, Tensor],
                      materialize: Callable[[Tensor], Tensor] = lambda t: t,
-                     device: str | torch.device = "cpu") -> tuple[dict[str, Tensor], ConversionReport]:
-    """Map an official state dict onto Grove's keys (``target``: Grove's state dict, real or meta).
+                     device: str | torch.device = "cpu",
+                     layout: OfficialLayout = GROVE_LAYOUT) -> tuple[dict[str, Tensor], ConversionReport]:
+    """Map an official state dict onto a project model's keys (``target``: its state dict, real or meta).
 
     ``materialize`` is applied to each official tensor before use (e.g. ``.to("meta")`` for a
-    shape-only check); :data:`PROJECT_ONLY` tensors are created on ``device``. Returns the
-    converted tensors, cast to the target's dtypes, and the report.
+    shape-only check); ``project_only`` tensors are created on ``device``. Returns the
+    converted tensors, cast to the target's dtypes, and the report. Target tensors the layout
+    takes from elsewhere (``external``) or starts new (``new``) are left out of the result.
     """
-    report = ConversionReport()
+    report = ConversionReport(layout=layout)
     out: dict[str, Tensor] = {}
     qkv: dict[str, dict[str, tuple[str, Tensor]]] = {}
     tokens: dict[str, Tensor] = {}
-    rules = [(re.compile(p), r) for p, r in RENAMES]
+    rules = [(re.compile(p), r) for p, r in layout.renames]
+    ignored = [(re.compile(p), reason) for p, reason in layout.ignored.items()]
     for key, value in official.items():
-        reason = drop_reason(key)
+        reason = drop_reason(key, layout.dropped)
         if reason is not None:
             report.dropped.setdefault(reason, []).append(key)
             continue
-        if key in MERGED_OUTPUT_TOKENS:
+        reason = next((why for pattern, why in ignored if pattern.match(key)), None)
+        if reason is not None:
+            report.ignored.setdefault(reason, []).append(key)
+            continue
+        if layout.merge_output_tokens and key in MERGED_OUTPUT_TOKENS:
             tokens[key] = materialize(value)
             continue
         new = None
@@ -167,17 +281,26 @@ def convert_official(official: Mapping[str, Tensor], target: Mapping[str, Tensor
     for key, want in target.items():
         got = out.pop(key, None)
         if got is None:
-            if key in PROJECT_ONLY:
+            if key in layout.project_only:
                 report.filled.append(key)
                 converted[key] = torch.zeros(want.shape, dtype=want.dtype, device=device)
+            elif (source := _prefix_reason(key, layout.external)) is not None:
+                report.external.setdefault(source, []).append(key)
+            elif (how := _prefix_reason(key, layout.new)) is not None:
+                report.new.setdefault(how, []).append(key)
             else:
                 report.missing.append(key)
             continue
         if tuple(got.shape) != tuple(want.shape):
-            report.mismatched.append((key, " + ".join(report.mapped.pop(key)), tuple(got.shape), tuple(want.shape)))
-            continue
+            resized = layout.resize(key, got, tuple(want.shape)) if layout.resize is not None else None
+            if resized is None:
+                report.mismatched.append((key, " + ".join(report.mapped.pop(key)), tuple(got.shape),
+                                          tuple(want.shape)))
+                continue
+            report.resized.append((key, tuple(got.shape), tuple(want.shape)))
+            got = resized
         converted[key] = got.to(want.dtype)
-    for key in out:  # mapped onto a name Grove does not have (e.g. an adapter this config lacks)
+    for key in out:  # mapped onto a name the model does not have (e.g. an adapter this config lacks)
         report.unaccounted.extend(report.mapped.pop(key))
     return converted, report
 
@@ -187,10 +310,15 @@ def read_official(path: str | Path, shapes_only: bool = False) -> dict[str, Tens
 
     ``.bin`` files are read with ``weights_only=True`` and memory-mapped, so a tensor's data is
     read from disk only when used; meta tensors load as they are. With ``shapes_only``,
-    safetensors give meta tensors from their headers, without reading any data.
+    safetensors give meta tensors from their headers, without reading any data. A folder with a
+    shard index (``*.index.json``) is read shard by shard as the index lists them, and every key
+    the index names must be in its shard.
     """
     path = Path(path)
     if path.is_dir():
+        index = sorted(path.glob("model.safetensors.index.json")) or sorted(path.glob("pytorch_model*.index.json"))
+        if index:
+            return _read_indexed(index[0], shapes_only)
         files = sorted(path.glob("*.safetensors")) or sorted(path.glob("pytorch_model*.bin"))
         if not files:
             raise FileNotFoundError(
@@ -202,6 +330,24 @@ def read_official(path: str | Path, shapes_only: bool = False) -> dict[str, Tens
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such checkpoint file or folder")
     return _read_file(path, shapes_only)
+
+
+def _read_indexed(index: Path, shapes_only: bool) -> dict[str, Tensor]:
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{index}: not a shard index (needs a 'weight_map' of key -> file): {err}") from None
+    state: dict[str, Tensor] = {}
+    for name in dict.fromkeys(weight_map.values()):
+        file = index.parent / name
+        if not file.is_file():
+            raise FileNotFoundError(f"{index}: lists shard {name}, which is not in {index.parent}")
+        shard = _read_file(file, shapes_only)
+        absent = [k for k, v in weight_map.items() if v == name and k not in shard]
+        if absent:
+            raise ValueError(f"{index}: {file.name} lacks {len(absent)} keys the index puts there, e.g. {absent[:3]}")
+        state.update(shard)
+    return state
 
 
 def _read_file(path: Path, shapes_only: bool) -> dict[str, Tensor]:
@@ -231,25 +377,37 @@ def lightning_checkpoint(state: Mapping[str, Tensor], prefix: str = "model.") ->
             "pytorch-lightning_version": lightning.__version__, "epoch": 0, "global_step": 0}
 
 
-def target_model(config_paths: list[str | Path]) -> tuple[dict[str, Tensor], list[str]]:
-    """Grove's state dict on the meta device for the configs, and notes on what was assumed.
+# The vocabulary of a LLaMA tokenizer with the released tokens (for shape checks without the tokenizer).
+RELEASED_VOCAB_SIZES = {"official": 32010, "glamm": 32007}
 
-    No weights are read. A configured tokenizer folder that is absent is replaced by the offline
-    tokenizer (shapes come from ``llama_config.vocab_size``), and said so in the notes.
+
+def target_model(config_paths: list[str | Path],
+                 build: Callable | None = None) -> tuple[dict[str, Tensor], list[str]]:
+    """The model's state dict on the meta device for the configs, and notes on what was assumed.
+
+    ``build`` makes the model from the four part configs (default: Grove's
+    :func:`models.grove.build_on_meta`). No weights are read. A configured tokenizer folder that
+    is absent is replaced by the offline tokenizer (shapes come from ``llama_config.vocab_size``),
+    and said so in the notes.
     """
     from dataclasses import replace
 
     from models.configs import model_configs_from_yaml
-    from models.grove import build_on_meta
 
+    if build is None:
+        from models.grove import build_on_meta as build
     configs = model_configs_from_yaml(list(config_paths))
     notes = []
     lm = configs["language_model"]
     if lm.tokenizer_path is not None and not Path(lm.tokenizer_path).expanduser().exists():
         notes.append(f"model.language_model.tokenizer_path {lm.tokenizer_path!r} not found: the vocabulary size is "
                      f"taken from llama_config (shapes only)")
-        configs["language_model"] = replace(lm, tokenizer_path=None)
-    model = build_on_meta(**configs)
+        llama = dict(lm.llama_config or {})
+        if lm.special_tokens in RELEASED_VOCAB_SIZES and "vocab_size" not in llama:
+            llama["vocab_size"] = RELEASED_VOCAB_SIZES[lm.special_tokens]
+            notes.append(f"vocabulary: LLaMA's 32,000 + the released tokens = {llama['vocab_size']}")
+        configs["language_model"] = replace(lm, tokenizer_path=None, llama_config=llama or None)
+    model = build(**configs)
     return model.state_dict(), notes
 
 
@@ -277,4 +435,97 @@ def convert_official_file(checkpoint: str | Path, config_paths: list[str | Path]
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.save(lightning_checkpoint(converted), out)
+    return report, notes
+
+
+# ----------------------------------------------------------------------------- GLaMM
+
+GLAMM_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "official" / "glamm.yaml"
+
+
+def glamm_target(config_paths: list[str | Path]) -> tuple[dict[str, Tensor], list[str]]:
+    """GLaMM's state dict on the meta device for the configs (no weights read), and notes."""
+    from models.glamm import build_on_meta
+
+    return target_model(config_paths, build=build_on_meta)
+
+
+def folder_config_notes(folder: str | Path, target: Mapping[str, Tensor]) -> list[str]:
+    """Differences between a Hugging Face folder's ``config.json`` geometry and the built model."""
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        return [f"{path}: not found (geometry taken from the config only)"]
+    config = json.loads(path.read_text())
+    embed = target.get("language_model.model.model.embed_tokens.weight")
+    layers = {int(k.split(".")[4]) for k in target if k.startswith("language_model.model.model.layers.")}
+    built = {"vocab_size": None if embed is None else embed.shape[0],
+             "hidden_size": None if embed is None else embed.shape[1], "num_hidden_layers": len(layers) or None}
+    return [f"{path}: {key} is {config[key]}, the model built has {value}"
+            for key, value in built.items() if key in config and value is not None and config[key] != value]
+
+
+def check_glamm(folder: str | Path, config_paths: list[str | Path] | None = None
+                ) -> tuple[ConversionReport, list[str]]:
+    """Every key and shape of a GLaMM checkpoint folder against GLaMM built on the meta device;
+    reads no weights (a folder of meta tensors checks too)."""
+    target, notes = glamm_target(list(config_paths or [GLAMM_CONFIG]))
+    official = read_official(folder, shapes_only=True)
+    _, report = convert_official(official, target, materialize=lambda t: t.to("meta"), device="meta",
+                                 layout=GLAMM_LAYOUT)
+    return report, notes + (folder_config_notes(folder, target) if Path(folder).is_dir() else [])
+
+
+def load_glamm_state(folder: str | Path, target: Mapping[str, Tensor],
+                     layout: OfficialLayout = GLAMM_LAYOUT) -> tuple[dict[str, Tensor], ConversionReport]:
+    """A GLaMM folder's tensors under ``target``'s names (GLaMM's or, with
+    :data:`GROVE_FROM_GLAMM_LAYOUT`, GROVE's), cast to its dtypes; and the report."""
+    return convert_official(read_official(folder), target, layout=layout)
+
+
+def init_grove_from_glamm(model, folder: str | Path) -> ConversionReport:
+    """Start GROVE (``model``: a :class:`models.grove.Grove`) from GLaMM as the official pre-training does.
+
+    From GLaMM: the LLM and its embeddings, ``mm_projector``, all of SAM that GROVE has (image
+    encoder, the decoder's transformer, output tokens, no-mask embedding, Fourier positions) and
+    ``text_hidden_fcs``; the vocabulary's new rows (32007 -> 32010) are the mean of GLaMM's rows and
+    SAM's position tables are resized to GROVE's SAM (1024 px -> 512 px) with the rule used for SAM
+    checkpoints. CLIP is left as built (OpenAI's weights from ``global_encoder.checkpoint``); the
+    adapters (alpha 0) and the box and objectness heads keep their fresh init. Raises naming every
+    key that does not fit; returns the report (see :func:`init_table`).
+    """
+    target = model.state_dict()
+    state, report = load_glamm_state(folder, target, layout=GROVE_FROM_GLAMM_LAYOUT)
+    if not report.ok:
+        raise ValueError(f"{folder}: GLaMM does not fit this GROVE:\n{report.table()}")
+    with torch.no_grad():
+        for key, value in state.items():
+            target[key].copy_(value)
+    return report
+
+
+def init_table(report: ConversionReport, clip_checkpoint: str | None) -> str:
+    """Where each GROVE tensor of a GLaMM start comes from: GLaMM, CLIP or new, with counts."""
+    clip = sum(len(v) for v in report.external.values())
+    new = sum(len(v) for v in report.new.values())
+    official = sum(len(v) for v in report.mapped.values())
+    rows = [("from GLaMM", f"{len(report.mapped)} tensors ({official} GLaMM keys; {len(report.resized)} resized)")]
+    rows += [("  resized", f"{key} {list(a)} -> {list(b)}") for key, a, b in report.resized]
+    rows += [("from CLIP", f"{clip} tensors ({clip_checkpoint or 'no global_encoder.checkpoint: random'})"),
+             ("new", f"{new} tensors")]
+    rows += [("  new", f"{how}: {len(keys)}") for how, keys in report.new.items()]
+    rows += [("GLaMM unused", f"{sum(len(v) for v in report.dropped.values())} GLaMM keys")]
+    rows += [("  unused", f"{why}: {len(keys)}") for why, keys in report.dropped.items()]
+    if report.ignored:
+        rows += [("ignored", f"{why}: {len(keys)}") for why, keys in report.ignored.items()]
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"{name.ljust(width)}  {text}" for name, text in rows)
+
+
+def check_grove_from_glamm(folder: str | Path, config_paths: list[str | Path]) -> tuple[ConversionReport, list[str]]:
+    """The GLaMM start of the configured GROVE, on the meta device (reads no weights): what would
+    come from GLaMM, be resized, come from CLIP or start new."""
+    target, notes = target_model(config_paths)
+    official = read_official(folder, shapes_only=True)
+    _, report = convert_official(official, target, materialize=lambda t: t.to("meta"), device="meta",
+                                 layout=GROVE_FROM_GLAMM_LAYOUT)
     return report, notes

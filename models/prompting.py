@@ -30,7 +30,9 @@ IGNORE_INDEX = -100
 OFFICIAL_ADDED_TOKENS = ("<im_start>", "<im_end>", "<bbox>", "<point>", "[SEG]", PHRASE_START, PHRASE_END,
                          "<vid_start>", "<vid_end>", DET_TOKEN)
 OFFICIAL_VIDEO_INDEX = -200
-TOKEN_STYLES = ("compact", "official")
+# GLaMM's own vocabulary is the first seven of them (ids 32000..32006).
+GLAMM_ADDED_TOKENS = OFFICIAL_ADDED_TOKENS[:7]
+TOKEN_STYLES = ("compact", "official", "glamm")
 
 VIDEO_PLACEHOLDER = "<video>"
 VIDEO_PREAMBLE = f"The {VIDEO_PLACEHOLDER} provides an overview of the video.\n"
@@ -87,23 +89,24 @@ def add_grove_tokens(tokenizer, style: str = "compact") -> list[str]:
     ``compact``: ``[DET]``, ``<p>``, ``</p>`` and the ``<vid>`` placeholder. ``official``: the
     released vocabulary's ten tokens in their order (:data:`OFFICIAL_ADDED_TOKENS`), which must
     then be the tokenizer's last ten ids (a GLaMM tokenizer already holds the first seven).
+    ``glamm``: GLaMM's seven (:data:`GLAMM_ADDED_TOKENS`), the last seven ids.
     The caller must resize the LLM's embeddings to ``len(tokenizer)`` afterwards.
     """
     if style not in TOKEN_STYLES:
         raise ValueError(f"model.language_model.special_tokens must be one of {TOKEN_STYLES}, got {style!r}")
-    wanted = OFFICIAL_ADDED_TOKENS if style == "official" else GROVE_SPECIAL_TOKENS
+    wanted = {"official": OFFICIAL_ADDED_TOKENS, "glamm": GLAMM_ADDED_TOKENS}.get(style, GROVE_SPECIAL_TOKENS)
     vocab = tokenizer.get_vocab()
     missing = [tok for tok in wanted if tok not in vocab]
     for tok in missing:  # one by one: the ids follow the order of ``wanted``
         tokenizer.add_tokens([tok], special_tokens=True)
-    if style == "official":
-        ids = tokenizer.convert_tokens_to_ids(list(OFFICIAL_ADDED_TOKENS))
-        expected = list(range(len(tokenizer) - len(OFFICIAL_ADDED_TOKENS), len(tokenizer)))
+    if style in ("official", "glamm"):
+        ids = tokenizer.convert_tokens_to_ids(list(wanted))
+        expected = list(range(len(tokenizer) - len(wanted), len(tokenizer)))
         if ids != expected:
             raise ValueError(
-                "model.language_model.special_tokens=official: the tokenizer's GLaMM/GROVE tokens have ids "
-                f"{dict(zip(OFFICIAL_ADDED_TOKENS, ids))}, but the released vocabulary puts them, in this order, "
-                f"at the last ten ids {expected[0]}..{expected[-1]}; use a LLaMA or GLaMM tokenizer folder")
+                f"model.language_model.special_tokens={style}: the tokenizer's GLaMM/GROVE tokens have ids "
+                f"{dict(zip(wanted, ids))}, but the released vocabulary puts them, in this order, "
+                f"at the last {len(wanted)} ids {expected[0]}..{expected[-1]}; use a LLaMA or GLaMM tokenizer folder")
     if tokenizer.pad_token is None:  # LLaMA/Vicuna ship none; LLaVA pads with <unk>
         tokenizer.pad_token = tokenizer.unk_token if tokenizer.unk_token is not None else tokenizer.eos_token
     return missing

@@ -38,8 +38,9 @@ def tiny(fixtures):
                                   "train_global_backbone", "train_grounding_backbone", "train_llm")}
     model["global_encoder"].update(checkpoint=None, feature_layer=-2)
     model["grounding_encoder"].update(checkpoint=None)
-    model["language_model"].update(path=None, torch_dtype="float32")
+    model["language_model"].update(path=None, torch_dtype="float32", tokenizer_path=None, special_tokens="compact")
     model["decoder"]["checkpoint"] = None
+    model["init_from_glamm"] = None  # the paper's GLaMM start is tested on a tiny GLaMM (test_grove_from_glamm)
     model["max_new_tokens"] = 6
     out = fixtures["root"] / "runs"
     overlay = {

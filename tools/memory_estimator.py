@@ -47,6 +47,7 @@ def build_meta_module(config: dict, layers: int | None = None, device: str = "me
     """
     from lightning_modules.grove_module import GroveModule
     from models.configs import part_configs
+    from models.official_checkpoint import RELEASED_VOCAB_SIZES
 
     model = config.get("model") or {}
     if model.get("class_path", "lightning_modules.grove_module.GroveModule").rsplit(".", 1)[-1] != "GroveModule":
@@ -54,6 +55,7 @@ def build_meta_module(config: dict, layers: int | None = None, device: str = "me
     args = dict(model.get("init_args") or {})
     args.pop("optimizer", None)
     args.pop("lr_scheduler", None)
+    args.pop("init_from_glamm", None)  # weights only: same shapes
     drop = {"global_encoder": {"checkpoint": None}, "grounding_encoder": {"checkpoint": None},
             "language_model": {"path": None, "tokenizer_path": None}, "decoder": {"checkpoint": None}}
     args.update({name: replace(cfg, **drop[name]) for name, cfg in part_configs(args).items()})
@@ -61,6 +63,10 @@ def build_meta_module(config: dict, layers: int | None = None, device: str = "me
     if lm.llama_config is None:
         raise ValueError("model.init_args.language_model.llama_config: the memory estimator needs the LLM's geometry "
                          "(hidden_size, num_hidden_layers, ...) in the config; a 'path' is not read")
+    if "vocab_size" not in lm.llama_config and lm.special_tokens in RELEASED_VOCAB_SIZES:
+        # the tokenizer is not read: the released vocabulary's size (LLaMA's 32,000 + the added tokens)
+        lm = args["language_model"] = replace(lm, llama_config={**lm.llama_config,
+                                                                "vocab_size": RELEASED_VOCAB_SIZES[lm.special_tokens]})
     if layers is not None:
         args["language_model"] = replace(lm, llama_config={**lm.llama_config, "num_hidden_layers": int(layers)})
     with torch.device(device):

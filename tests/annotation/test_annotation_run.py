@@ -148,9 +148,9 @@ def test_config_errors_name_the_file_and_key(tmp_path):
     bad.write_text("stage3:\n  backend: llm\n")
     with pytest.raises(ConfigError, match="stage3 use backend 'llm' but there is no 'llm' section"):
         load_config([bad])
-    bad.write_text("stage1:\n  backend: glamm\n")
+    bad.write_text("stage1:\n  backend: glam\n")
     with pytest.raises(ConfigError,
-                       match=r"stage1.backend 'glamm' is unknown \(known: captioner_detector, noisy_oracle\)"):
+                       match=r"stage1.backend 'glam' is unknown \(known: captioner_detector, glamm, noisy_oracle\)"):
         load_config([bad])
     bad.write_text("engine:\n  batchsize: 3\n")
     with pytest.raises(ConfigError, match="unknown key 'engine.batchsize'"):

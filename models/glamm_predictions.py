@@ -1,0 +1,96 @@
+"""The GROVE paper's GLaMM baselines (section 6.2, Table 2 row a) in the project's prediction format.
+
+GLaMM is a still-image model: it gives each frame its own caption and phrases, and no video-level
+caption. Two ways to turn it into a grounded video caption, both scored by ``metrics.evaluate``:
+
+* ``frame``: GLaMM's own grounded caption on every annotated frame; each frame keeps its own
+  phrases and boxes, the clip's caption is the centre frame's (GLaMM has no video caption).
+* ``video``: the centre frame's caption is the clip's caption and its phrases the clip's phrases
+  (the paper's "Center" set-up); every annotated frame is grounded with that caption
+  (teacher-forced, GLaMM's [SEG] masks for those phrases), so each phrase gets a box wherever
+  GLaMM's mask for it is not empty.
+
+With ``teacher_forced``, the ground-truth caption replaces GLaMM's own on every frame (grounding a
+known caption, as for VidSTG): a grounding-only reference point.
+
+Boxes are the masks' tight boxes as continuous pixel ``xyxy`` (last row and column included); a
+box's score is the mean mask probability over its pixels.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+import torch
+
+from models.glamm import GLaMM, GroundedFrame
+
+LEVELS = ("frame", "video")
+
+
+def frame_boxes(result: GroundedFrame) -> tuple[list[str], list[list[float]], list[float]]:
+    """One frame's ``(labels, pixel xyxy boxes, scores)``: the phrases whose mask is not empty."""
+    keep = result.has_box
+    probs = result.mask_logits.float().sigmoid() * result.masks
+    scores = probs.flatten(1).sum(dim=1) / result.masks.flatten(1).sum(dim=1).clamp(min=1)
+    boxes = (result.boxes + torch.tensor([0.0, 0.0, 1.0, 1.0]))[keep]
+    labels = [p for p, k in zip(result.phrases, keep.tolist()) if k]
+    return labels, boxes.round(decimals=2).tolist(), scores[keep].round(decimals=4).tolist()
+
+
+def ground_in_batches(model: GLaMM, frames: np.ndarray, batch_size: int, captions: list[str] | None = None,
+                      max_new_tokens: int = 512) -> list[GroundedFrame]:
+    out: list[GroundedFrame] = []
+    for start in range(0, len(frames), batch_size):
+        part = None if captions is None else captions[start:start + batch_size]
+        out.extend(model.ground(frames[start:start + batch_size], captions=part, max_new_tokens=max_new_tokens))
+    return out
+
+
+def clip_prediction(model: GLaMM, frames: np.ndarray, frame_indices: Iterable[int], level: str = "video",
+                    batch_size: int = 8, max_new_tokens: int = 512, caption: str | None = None) -> dict:
+    """One clip's prediction (the JSON format ``predict`` writes) from its annotated frames ``(N, H, W, 3)``;
+    ``caption`` (tagged ``<p>..</p>``): ground it on every frame instead of generating."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    indices = [int(i) for i in frame_indices]
+    centre = len(indices) // 2
+    if caption is not None:
+        results = ground_in_batches(model, frames, batch_size, captions=[caption] * len(frames))
+        head = results[centre]
+        level = "video"
+    elif level == "frame":
+        results = ground_in_batches(model, frames, batch_size, max_new_tokens=max_new_tokens)
+        head = results[centre]
+    else:
+        head = model.ground(frames[centre:centre + 1], max_new_tokens=max_new_tokens)[0]
+        results = ground_in_batches(model, frames, batch_size, captions=[head.tagged_caption] * len(frames)) \
+            if head.phrases else [head] * len(frames)
+    out_frames = []
+    for index, result in zip(indices, results):
+        labels, boxes, scores = frame_boxes(result) if result.phrases else ([], [], [])
+        out_frames.append({"frame": index, "boxes": boxes, "labels": labels, "scores": scores})
+    phrases = list(head.phrases) if level == "video" else list(dict.fromkeys(
+        label for frame in out_frames for label in frame["labels"]))
+    return {"caption": head.caption, "tagged_caption": head.tagged_caption, "phrases": phrases, "frames": out_frames}
+
+
+def predict_records(model: GLaMM, records: Mapping[str, object], video_root: str | Path, level: str = "video",
+                    batch_size: int = 8, max_new_tokens: int = 512,
+                    teacher_forced: bool = False) -> tuple[dict[str, dict], dict[str, str]]:
+    """Predictions for ground-truth clips (their annotated frames), and the clips whose video could
+    not be read, with the reason. ``teacher_forced``: ground each clip's own caption."""
+    from datamodules.video import VideoDecodeError, open_video
+
+    preds, skipped = {}, {}
+    for key, record in records.items():  # one clip at a time: each is one size, its frames batched
+        try:
+            with open_video(video_root, record.video_fname) as source:
+                frames = source.read_frames(record.frame_indices)
+        except (VideoDecodeError, FileNotFoundError, IndexError, OSError) as err:
+            skipped[key] = str(err)
+            continue
+        caption = record.tagged_caption if teacher_forced else None
+        preds[key] = clip_prediction(model, frames, record.frame_indices, level, batch_size, max_new_tokens, caption)
+    return preds, skipped

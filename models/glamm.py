@@ -46,7 +46,7 @@ from models.global_video_encoder import GlobalVideoEncoder
 from models.grounding_video_encoder import GroundingVideoEncoder
 from models.grove import gather_det_hidden
 from models.heads import QueryProjector
-from models.language_model import GroveLanguageModel
+from models.language_model import GroveLanguageModel, load_tokenizer_folder
 from models.prompting import CHAT_TEMPLATES, OFFICIAL_VIDEO_INDEX, PHRASE_END, PHRASE_START, parse_tagged_text
 
 SEG_TOKEN = "[SEG]"
@@ -182,7 +182,7 @@ class GLaMM(nn.Module):
 
         paths = config if isinstance(config, (list, tuple)) else [config]
         parts = glamm_part_configs(model_configs_from_yaml(list(paths)))
-        tokenizer = load_glamm_tokenizer(tokenizer_dir or folder)
+        tokenizer = load_tokenizer_folder(tokenizer_dir or folder, "tokenizer_dir" if tokenizer_dir else "GLaMM folder")
         with torch.device("meta"):  # no memory for weights that the folder fills
             model = cls(**{**parts, "global_encoder": replace(parts["global_encoder"], checkpoint=None)},
                         tokenizer=tokenizer)
@@ -363,18 +363,5 @@ def build_on_meta(global_encoder: GlobalEncoderConfig, grounding_encoder: Ground
         return GLaMM(*configs, tokenizer=tokenizer)
 
 
-def load_glamm_tokenizer(folder: str | Path):
-    """GLaMM's tokenizer from a folder: the project's loader, or the slow sentencepiece LLaMA
-    tokenizer for a folder with only ``tokenizer.model`` (GLaMM's release layout)."""
-    from models.language_model import load_tokenizer
-
-    folder = Path(folder)
-    if (folder / "tokenizer.json").is_file() or not (folder / "tokenizer.model").is_file():
-        return load_tokenizer(LanguageModelConfig(tokenizer_path=str(folder)))
-    from transformers import LlamaTokenizer
-
-    return LlamaTokenizer.from_pretrained(str(folder))
-
-
-__all__ = ["GLaMM", "build_on_meta", "GroundedFrame", "glamm_encode", "masks_to_boxes", "load_glamm_tokenizer",
+__all__ = ["GLaMM", "build_on_meta", "GroundedFrame", "glamm_encode", "masks_to_boxes",
            "GLAMM_TOKENS", "SEG_TOKEN", "GCG_QUESTION"]

@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 from torchvision.ops import masks_to_boxes as torchvision_masks_to_boxes
 
-from models.glamm import GLaMM, glamm_encode, load_glamm_tokenizer, masks_to_boxes
+from models.glamm import GLaMM, glamm_encode, masks_to_boxes
+from models.language_model import load_tokenizer_folder
 from tests.fixtures.official_glamm_state import save_loud_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,7 +142,7 @@ def llama():
     folder = llama_tokenizer_root() / "glamm"
     if not (folder / "tokenizer.model").is_file():
         pytest.skip(f"the real LLaMA vocabulary is not at {folder} (set GROVE_LLAMA_TOKENIZER_DIR)")
-    return load_glamm_tokenizer(folder)
+    return load_tokenizer_folder(folder)
 
 
 def test_glamm_tokenization_puts_p_end_right_before_seg(llama):

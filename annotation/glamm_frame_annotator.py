@@ -46,7 +46,7 @@ class GLaMMFrameAnnotator:
 
     def annotate_frames(self, frames: np.ndarray) -> list[tuple[str, list[str], np.ndarray, np.ndarray]]:
         """``(caption, phrases, boxes (n, 4) pixel xyxy, scores (n,))`` per frame of one size."""
-        from models.glamm_predictions import frame_boxes, ground_in_batches
+        from models.glamm import frame_boxes, ground_in_batches
 
         out = []
         for result in ground_in_batches(self.model, frames, self.batch_size, max_new_tokens=self.max_new_tokens):

@@ -8,14 +8,13 @@ ResizeLongestSide (SAM, 512 px), on random frames of random sizes (noise and smo
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility before transformers / segment_anything import it)
+from core.image_preprocessing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
 
 import argparse
 import time
 
 import numpy as np
 import torch
-
-from datamodules.transforms import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
 
 
 def random_frames(rng: np.random.Generator, count: int):

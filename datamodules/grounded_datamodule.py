@@ -33,7 +33,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
             HowToGround1M, validate on iGround); default ``video_root``.
         num_frames: T, frames per sample (and per inference window).
         global_image_size / global_resize: CLIP input size and resize mode
-            (:mod:`datamodules.transforms`; ``clip`` is the released GROVE's, exactly).
+            (:mod:`core.image_preprocessing`; ``clip`` is the released GROVE's, exactly).
         grounding_image_size: SAM input size (longest side, padded square).
         grounding_resize: ``float`` (torch, whole clip at once) or ``sam`` (PIL on 8-bit frames,
             SAM's ResizeLongestSide as the released GROVE runs it).

@@ -13,6 +13,7 @@ by the next clip, in evaluation it is dropped, and either way the batch carries 
 from __future__ import annotations
 
 from core.box_ops import normalize_boxes, xyxy_to_cxcywh
+from core.image_preprocessing import preprocess_global, preprocess_grounding
 
 import logging
 import random
@@ -27,7 +28,6 @@ from torch.utils.data import Dataset
 
 from datamodules.records import GroundedRecord, RecordError, tagged_phrases
 from datamodules.sampling import centre_frames, sample_rng, sample_segment_frames
-from datamodules.transforms import preprocess_global, preprocess_grounding
 from datamodules.video import VideoDecodeError, find_video, open_video
 
 log = logging.getLogger(__name__)

@@ -23,6 +23,8 @@ kept outside the LightningModule (not trained, not checkpointed) and moved to it
 """
 from __future__ import annotations
 
+from core.image_preprocessing import CLIP_MEAN, CLIP_STD
+
 import math
 from typing import Any, Sequence
 
@@ -30,8 +32,6 @@ import lightning as L
 import numpy as np
 import torch
 from lightning.pytorch.callbacks import Callback
-
-from datamodules.transforms import CLIP_MEAN, CLIP_STD
 
 FRAME_SOURCES = ("auto", "batch", "video")
 

@@ -24,6 +24,7 @@ strips the whitespace on both sides of each, so ``</p> [SEG]`` is ``</p>``, ``[S
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility before segment_anything imports it)
+from core.image_preprocessing import preprocess_global, preprocess_grounding
 
 import re
 from dataclasses import dataclass, replace
@@ -245,8 +246,6 @@ class GLaMM(nn.Module):
     def encode_images(self, frames: np.ndarray | Tensor) -> tuple[Tensor, Tensor]:
         """uint8 frames ``(N, H, W, 3)`` -> image tokens for the LLM ``(N, 576, llm_dim)`` and SAM's
         image embeddings ``(N, C, 64, 64)`` (the real sizes)."""
-        from datamodules.transforms import preprocess_global, preprocess_grounding
-
         device = self.query_projector[0].weight.device
         clip = preprocess_global(frames, self.clip_size, mode="clip").to(device)
         sam = preprocess_grounding(frames, self.image_size).to(device)
@@ -363,5 +362,25 @@ def build_on_meta(global_encoder: GlobalEncoderConfig, grounding_encoder: Ground
         return GLaMM(*configs, tokenizer=tokenizer)
 
 
-__all__ = ["GLaMM", "build_on_meta", "GroundedFrame", "glamm_encode", "masks_to_boxes",
-           "GLAMM_TOKENS", "SEG_TOKEN", "GCG_QUESTION"]
+def frame_boxes(result: GroundedFrame) -> tuple[list[str], list[list[float]], list[float]]:
+    """One frame's ``(labels, pixel xyxy boxes, scores)``: the phrases whose mask is not empty."""
+    keep = result.has_box
+    probs = result.mask_logits.float().sigmoid() * result.masks
+    scores = probs.flatten(1).sum(dim=1) / result.masks.flatten(1).sum(dim=1).clamp(min=1)
+    boxes = (result.boxes + torch.tensor([0.0, 0.0, 1.0, 1.0]))[keep]
+    labels = [p for p, k in zip(result.phrases, keep.tolist()) if k]
+    return labels, boxes.round(decimals=2).tolist(), scores[keep].round(decimals=4).tolist()
+
+
+def ground_in_batches(model: GLaMM, frames: np.ndarray, batch_size: int, captions: list[str] | None = None,
+                      max_new_tokens: int = 512) -> list[GroundedFrame]:
+    """``model.ground`` over ``frames`` in batches of ``batch_size`` (bounded memory on long clips)."""
+    out: list[GroundedFrame] = []
+    for start in range(0, len(frames), batch_size):
+        part = None if captions is None else captions[start:start + batch_size]
+        out.extend(model.ground(frames[start:start + batch_size], captions=part, max_new_tokens=max_new_tokens))
+    return out
+
+
+__all__ = ["GLaMM", "frame_boxes", "ground_in_batches", "build_on_meta", "GroundedFrame", "glamm_encode",
+           "masks_to_boxes", "GLAMM_TOKENS", "SEG_TOKEN", "GCG_QUESTION"]

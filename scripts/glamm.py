@@ -13,7 +13,7 @@ missing tensor or shape mismatch. ``grove-init`` does the same for GROVE started
 official pre-training's start) and prints which tensors come from GLaMM, from CLIP, or are new.
 ``caption`` prints each frame's grounded caption and writes the frame with its phrases' boxes drawn.
 ``baseline`` writes the GROVE paper's GLaMM baselines for ground-truth clips in the prediction
-format (:mod:`models.glamm_predictions`: ``frame``, each frame's own caption and boxes; ``video``,
+format (:mod:`tools.glamm_baseline`: ``frame``, each frame's own caption and boxes; ``video``,
 the centre frame's caption and its phrases grounded on every annotated frame).
 """
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _baseline(args) -> int:
 
     from datamodules.records import read_records
     from models.glamm import GLaMM
-    from models.glamm_predictions import predict_records
+    from tools.glamm_baseline import predict_records
 
     device, dtype = _device_and_dtype(args.device)
     model = GLaMM.from_folder(args.folder, clip_dir=args.clip, tokenizer_dir=args.tokenizer,

@@ -9,7 +9,8 @@ from tests.judge.judge_fixtures import TINY
 
 
 def test_score_callback_reads_grove_outputs_and_denormalises_frames():
-    from datamodules.transforms import CLIP_MEAN, CLIP_STD
+    from core.image_preprocessing import CLIP_MEAN, CLIP_STD
+
     from judge.callback import VCInspectorScore
 
     cb = VCInspectorScore(judge={"tiny": TINY, "max_pixels": 56 * 56, "min_pixels": 28 * 28})

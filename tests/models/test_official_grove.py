@@ -272,9 +272,9 @@ def test_short_clips_caption_from_the_middle_frame():
 
 
 def test_clip_preprocessing_matches_clip_image_processor():
-    from transformers import CLIPImageProcessorPil
+    from core.image_preprocessing import preprocess_global
 
-    from datamodules.transforms import preprocess_global
+    from transformers import CLIPImageProcessorPil
 
     processor = CLIPImageProcessorPil(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336})
     rng = np.random.default_rng(0)

@@ -22,30 +22,11 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 import numpy as np
-import torch
 
-from models.glamm import GLaMM, GroundedFrame
+from datamodules.video import VideoDecodeError, open_video
+from models.glamm import GLaMM, frame_boxes, ground_in_batches
 
 LEVELS = ("frame", "video")
-
-
-def frame_boxes(result: GroundedFrame) -> tuple[list[str], list[list[float]], list[float]]:
-    """One frame's ``(labels, pixel xyxy boxes, scores)``: the phrases whose mask is not empty."""
-    keep = result.has_box
-    probs = result.mask_logits.float().sigmoid() * result.masks
-    scores = probs.flatten(1).sum(dim=1) / result.masks.flatten(1).sum(dim=1).clamp(min=1)
-    boxes = (result.boxes + torch.tensor([0.0, 0.0, 1.0, 1.0]))[keep]
-    labels = [p for p, k in zip(result.phrases, keep.tolist()) if k]
-    return labels, boxes.round(decimals=2).tolist(), scores[keep].round(decimals=4).tolist()
-
-
-def ground_in_batches(model: GLaMM, frames: np.ndarray, batch_size: int, captions: list[str] | None = None,
-                      max_new_tokens: int = 512) -> list[GroundedFrame]:
-    out: list[GroundedFrame] = []
-    for start in range(0, len(frames), batch_size):
-        part = None if captions is None else captions[start:start + batch_size]
-        out.extend(model.ground(frames[start:start + batch_size], captions=part, max_new_tokens=max_new_tokens))
-    return out
 
 
 def clip_prediction(model: GLaMM, frames: np.ndarray, frame_indices: Iterable[int], level: str = "video",
@@ -81,8 +62,6 @@ def predict_records(model: GLaMM, records: Mapping[str, object], video_root: str
                     teacher_forced: bool = False) -> tuple[dict[str, dict], dict[str, str]]:
     """Predictions for ground-truth clips (their annotated frames), and the clips whose video could
     not be read, with the reason. ``teacher_forced``: ground each clip's own caption."""
-    from datamodules.video import VideoDecodeError, open_video
-
     preds, skipped = {}, {}
     for key, record in records.items():  # one clip at a time: each is one size, its frames batched
         try:

@@ -1,8 +1,8 @@
 """Frame preprocessing for the two encoders."""
+from core.image_preprocessing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
+
 import numpy as np
 import torch
-
-from datamodules.transforms import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
 
 
 def _frames(h, w, value=(200, 100, 50)):

@@ -26,7 +26,7 @@ class OutputIsInputError(ValueError):
 
 
 def same_or_inside(path: str | Path, other: str | Path) -> bool:
-    """Whether ``path`` is the file ``other`` (through any link or relative path) or lies inside the folder ``other``."""
+    """Whether ``path`` is the file ``other`` (through any link or relative path) or lies inside folder ``other``."""
     path, other = Path(path).expanduser(), Path(other).expanduser()
     if path.exists() and other.exists() and os.path.samefile(path, other):
         return True

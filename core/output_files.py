@@ -66,7 +66,8 @@ def _temporary_sibling(path: Path) -> tuple[Path, int]:
 
 
 @contextmanager
-def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
+def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8",
+                 newline: str | None = None) -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path`` for writing; on a clean exit it replaces ``path``.
 
     On an exception (or a kill) ``path`` is untouched and the temporary file is removed (a kill
@@ -78,7 +79,8 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp, fd = _temporary_sibling(path)
     try:
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
+        text = "b" not in mode
+        with os.fdopen(fd, mode, encoding=encoding if text else None, newline=newline if text else None) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -286,6 +286,24 @@ def read_records(path: str | Path) -> list[GroundedRecord]:
     return _records_from_container(_load_file(path), str(path))
 
 
+def records_by_key(records: Iterable[GroundedRecord], source: str | Path,
+                   into: dict[str, GroundedRecord] | None = None,
+                   sources: dict[str, str] | None = None) -> dict[str, GroundedRecord]:
+    """``{key: record}``; a key given twice (in one file, or again in ``into``, e.g. from another
+    file of the same folder, whose name ``sources`` keeps) is a :class:`RecordError` naming the key
+    and both files, never a silent last-wins."""
+    out = {} if into is None else into
+    sources = {} if sources is None else sources
+    for record in records:
+        if record.key in out:
+            first = sources.get(record.key, str(source))
+            where = f"in {source}" if first == str(source) else f"in {first} and in {source}"
+            raise RecordError(f"clip key '{record.key}' appears twice ({where}); keys must be unique")
+        out[record.key] = record
+        sources[record.key] = str(source)
+    return out
+
+
 def _load_file(path: Path):
     if path.suffix == ".json":
         try:

@@ -13,10 +13,6 @@ from typing import Hashable, Iterable, Mapping
 METEOR_MAX_CHARS = 10_000
 
 
-class TextTooLongError(ValueError):
-    """A text over its bound; the message names the item, its length and the bound."""
-
-
 def over_limit(texts: Mapping[Hashable, str | Iterable[str]], max_len: int,
                length=len) -> dict[Hashable, int]:
     """``{key: length}`` of the items whose text (or any of its texts) is longer than ``max_len``.
@@ -29,14 +25,6 @@ def over_limit(texts: Mapping[Hashable, str | Iterable[str]], max_len: int,
         if longest > max_len:
             out[key] = longest
     return out
-
-
-def check_length(text: str, max_len: int, what: str, length=len, unit: str = "characters") -> str:
-    """``text`` when within ``max_len`` (measured by ``length``), else :class:`TextTooLongError` naming ``what``."""
-    n = length(text)
-    if n > max_len:
-        raise TextTooLongError(f"{what}: {n} {unit}, over the limit of {max_len}; this item is not scored")
-    return text
 
 
 def describe_over_limit(over: Mapping[Hashable, int], max_len: int, what: str, unit: str = "characters",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import core  # noqa: F401
 from core.bounded_text import METEOR_MAX_CHARS, over_limit
+from core.cli_args import unit_float
 from core.output_files import refuse_input_as_output, write_json_atomic
 
 import argparse
@@ -298,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--capture-conventions", default="default", choices=("default", "official", "project"),
                         help="CAPTURE scoring conventions (docs/metrics.md); 'default' scores as capture-metric "
                              "0.1.13 except its substring synonyms and order-dependent matching")
-    parser.add_argument("--objectness-threshold", type=float, default=None,
+    parser.add_argument("--objectness-threshold", type=unit_float, default=None,
                         help="drop predicted boxes scored below this before evaluating")
     parser.add_argument("--invalid", default="error", choices=INVALID_POLICIES,
                         help="predicted boxes that cannot be right: 'error' (default) or 'skip' (drop and count)")

@@ -50,7 +50,7 @@ def test_predict_with_missing_videos_stops_before_building_the_model(tmp_path):
 
 
 def test_evaluating_or_predicting_without_a_checkpoint_warns_loudly(tmp_path):
-    from cli import untrained_weights_warning
+    from core.lightning_cli import untrained_weights_warning
 
     with pytest.warns(UserWarning, match=r"predict WITHOUT --ckpt_path: .* RANDOMLY INITIALISED"):
         with pytest.raises(FileNotFoundError):  # stops early (no videos): the warning comes first

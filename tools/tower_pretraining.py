@@ -20,7 +20,7 @@ Adapters, VL, the LLM and the decoder are not part of this stage (they start as 
 from __future__ import annotations
 
 import core  # noqa: F401
-from core.output_files import atomic_write
+from core.output_files import atomic_write, write_json_atomic
 
 import argparse
 import json
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict:
     report.update({"config": args.config, "overrides": args.overrides,
                    "checkpoints": {"model.global_encoder.checkpoint": str(paths[0]),
                                    "model.grounding_encoder.checkpoint": str(paths[1])}})
-    (Path(args.out) / "pretext.json").write_text(json.dumps(report, indent=2))
+    write_json_atomic(Path(args.out) / "pretext.json", report)
     print(f"towers written to {args.out} ({report['seconds']} s)")
     return report
 

@@ -7,6 +7,8 @@ youcookii_annotations_trainval.json --out yc2_fg_eval.jsonl``, or ``--activityne
 """
 from __future__ import annotations
 
+from core.output_files import refuse_input_as_output, write_text_atomic
+
 import argparse
 import json
 from pathlib import Path
@@ -21,6 +23,7 @@ from agreement.table import format_table
 
 
 def run(config_path: str, out: str, progress: bool = True, device: str = "cpu") -> dict:
+    refuse_input_as_output(out, {"--config": config_path})
     config = yaml.safe_load(Path(config_path).read_text()) or {}
     if not isinstance(config, dict):
         raise ConfigError(f"{config_path}: expected a mapping with 'benchmarks' and 'metrics'")
@@ -63,11 +66,10 @@ def run(config_path: str, out: str, progress: bool = True, device: str = "cpu") 
     if bar is not None:
         bar.close()
     out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "table.json").write_text(json.dumps(table, indent=2, allow_nan=True) + "\n")
-    (out_dir / "skipped.json").write_text(json.dumps(skipped, indent=2) + "\n")
+    write_text_atomic(out_dir / "table.json", json.dumps(table, indent=2, allow_nan=True) + "\n")
+    write_text_atomic(out_dir / "skipped.json", json.dumps(skipped, indent=2) + "\n")
     text = format_table(table, benchmarks, skipped)
-    (out_dir / "table.md").write_text(text)
+    write_text_atomic(out_dir / "table.md", text)
     print(text)
     return {"table": table, "skipped": skipped}
 

@@ -6,6 +6,8 @@ score  score an output against ground truth with the project's evaluator
 from __future__ import annotations
 
 import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
+from core.cli_args import non_negative_int, positive_int
+from core.output_files import refuse_input_as_output, write_json_atomic
 
 import argparse
 import json
@@ -35,6 +37,7 @@ def _score(args) -> dict:
     from annotation.scoring import score_output
     from metrics.evaluate import format_table
 
+    refuse_input_as_output(args.out, {"--pred": args.pred, "--truth": args.truth})
     report = score_output(args.pred, args.truth, args.clips, args.text_encoder,
                           tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture)
     print(format_table(report))
@@ -42,8 +45,7 @@ def _score(args) -> dict:
     print(f"accepted clips: {cov['accepted']} of {cov['truth_clips']} ({cov['accepted_share']:.1%}); "
           f"scored: {cov['scored_clips']}")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(report, indent=2))
+        write_json_atomic(args.out, report)
         print(f"report written to {args.out}")
     return report
 
@@ -62,8 +64,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     run.add_argument("--engine", default="local", choices=("local", "ray"))
     run.add_argument("--ray-address", default=None,
                      help="address of an existing Ray cluster ('auto' or ray://host:10001); default: a local instance")
-    run.add_argument("--limit", type=int, default=None, help="annotate at most the first N planned clips")
-    run.add_argument("--batch-size", type=int, default=None, help="clips per batch (overrides engine.batch_size)")
+    run.add_argument("--limit", type=non_negative_int, default=None, help="annotate at most the first N planned clips")
+    run.add_argument("--batch-size", type=positive_int, default=None,
+                     help="clips per batch (overrides engine.batch_size)")
     run.add_argument("--retry-rejected", action="store_true", help="redo clips rejected by an earlier run")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     score = sub.add_parser("score", help="score an output against ground truth")
@@ -78,7 +81,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
     score.add_argument("--no-capture", action="store_true", help="skip CAPTURE")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    return _run(args) if args.command == "run" else _score(args)
+    from annotation.config import ConfigError
+    from datamodules.records import RecordError
+
+    try:
+        return _run(args) if args.command == "run" else _score(args)
+    except (ConfigError, RecordError, FileNotFoundError, NotADirectoryError, ValueError) as err:
+        raise SystemExit(f"error: {err}") from None
 
 
 if __name__ == "__main__":

@@ -26,9 +26,7 @@ class OpenAIChat:
     def __init__(self, url: str, model: str, max_tokens: int = 128, temperature: float = 0.0,
                  retry_temperature: float = 0.7, timeout_s: float = 120.0, concurrency: int = 8,
                  http_retries: int = 2, api_key_env: str | None = "OPENAI_API_KEY", seed: int | None = 0):
-        if not str(url).startswith(("http://", "https://")):
-            raise ValueError(f"llm.url must start with http:// or https://, got {url!r}")
-        self.endpoint = chat_completions_url(url)
+        self.endpoint = chat_completions_url(url, "llm.url")
         self.model, self.max_tokens = model, int(max_tokens)
         self.temperature, self.retry_temperature = float(temperature), float(retry_temperature)
         self.timeout_s, self.concurrency = float(timeout_s), max(1, int(concurrency))

@@ -6,8 +6,8 @@ elapsed time. Totals over the output folder (earlier runs included) sit beside t
 """
 from __future__ import annotations
 
-import json
-import os
+from core.output_files import write_json_atomic
+
 import re
 import time
 from collections import Counter, defaultdict
@@ -72,8 +72,5 @@ class RunReport:
 
     def write(self, path: str | Path, totals: dict | None = None) -> dict:
         data = self.to_dict(totals)
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2))
-        os.replace(tmp, path)
+        write_json_atomic(path, data)
         return data

@@ -1,6 +1,8 @@
 """``python -m annotation run``: plan the clips, skip those already done, run an engine, write records and report."""
 from __future__ import annotations
 
+from core.output_files import refuse_input_as_output
+
 import logging
 from pathlib import Path
 
@@ -26,6 +28,8 @@ def plan_clips(config: dict, videos: str | Path, truth: str | Path | None, limit
         dup = next(k for k in keys if keys.count(k) > 1)
         raise ValueError(f"clip key '{dup}' appears twice in {'--truth ' + str(truth) if truth else '--videos'}")
     if limit is not None:
+        if int(limit) < 0:
+            raise ValueError(f"--limit must be >= 0, got {limit}")
         specs = specs[:int(limit)]
     return specs, skipped
 
@@ -46,10 +50,11 @@ def run_annotation(config: dict, config_files: list[str], videos: str | Path, ou
                    truth: str | Path | None = None, engine: str = "local", limit: int | None = None,
                    retry_rejected: bool = False, progress: bool = True, ray_address: str | None = None) -> dict:
     """Annotate the clips not yet done under ``out``; returns the report (also ``out/report.json``)."""
+    refuse_input_as_output(out, {"--videos": videos, "--truth": truth})
+    specs, skipped = plan_clips(config, videos, truth, limit)  # before any folder is made: a bad input leaves none
     output = OutputFolder(out)
-    specs, skipped = plan_clips(config, videos, truth, limit)
     done = output.done_keys(retry_rejected)
-    todo = [s for s in specs if s.key not in done]
+    todo = [s for s in specs if output.file_stem(s.key) not in done]
     report = RunReport(engine, config_files, planned=len(specs), already_done=len(specs) - len(todo))
     report.skipped.extend(skipped)
     if todo:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from datamodules.records import read_records
+from datamodules.records import read_records, records_by_key
 from metrics.evaluate import evaluate_predictions
 
 
@@ -35,9 +35,9 @@ def score_output(pred: str | Path, truth: str | Path, clips: str = "accepted", t
                  capture: bool = True) -> dict:
     if clips not in ("accepted", "all"):
         raise ValueError(f"clips must be 'accepted' or 'all', got {clips!r}")
-    truth_records = {r.key: r for r in read_records(truth)}
+    truth_records = records_by_key(read_records(truth), truth)
     folder = annotations_folder(pred)
-    predicted = {r.key: r for r in read_records(folder)} if any(folder.glob("*.pkl")) else {}
+    predicted = records_by_key(read_records(folder), folder) if any(folder.glob("*.pkl")) else {}
     unknown = sorted(set(predicted) - set(truth_records))
     chosen = truth_records if clips == "all" else {k: v for k, v in truth_records.items() if k in predicted}
     if not chosen:

@@ -13,7 +13,8 @@ with :class:`callbacks.tensorboard_visualizer.ValidationClipVisualizer`.
 """
 from __future__ import annotations
 
-import re
+from core.safe_names import safe_file_name
+
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
@@ -232,10 +233,6 @@ def render_annotated_video(source, out_path: str | Path, clips: Sequence[ClipPre
     return encoder.close()
 
 
-def safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("._") or "video"
-
-
 # ---------------------------------------------------------------- the callback
 
 class AnnotatedVideoWriter(L.Callback):
@@ -319,6 +316,11 @@ class AnnotatedVideoWriter(L.Callback):
                 self.skipped.setdefault(video_fname, f"annotated video not written: {type(err).__name__}: {err}")
         self._print_summary(trainer, folder)
 
+    @staticmethod
+    def output_path(folder: Path, video_id: str) -> Path:
+        """``folder/<video_id>.mp4``, the id made one distinct, readable file name (:mod:`core.safe_names`)."""
+        return folder / safe_file_name(video_id, ".mp4")
+
     def _render(self, dataset, video_fname: str, clips, folder: Path, whole_video: bool, show_progress: bool) -> Path:
         first_record = clips[0].record
         with open_video(dataset.video_root, video_fname) as source:
@@ -328,7 +330,7 @@ class AnnotatedVideoWriter(L.Callback):
                 first = min(c.record.clip_start_frame for c in clips)
                 last = min(max(c.record.clip_end_frame for c in clips), source.num_frames - 1)
             fps = source.fps or first_record.fps
-            out = folder / f"{safe_name(first_record.video_id)}.mp4"
+            out = self.output_path(folder, first_record.video_id)
             progress = None
             if show_progress:
                 from tqdm.auto import tqdm

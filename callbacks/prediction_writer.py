@@ -1,7 +1,8 @@
 """Writes the predictions file into the run folder: one JSON per evaluation, as metrics.evaluate reads it."""
 from __future__ import annotations
 
-import json
+from core.output_files import write_json_atomic
+
 from pathlib import Path
 
 import lightning as L
@@ -15,11 +16,8 @@ def run_dir(trainer: L.Trainer) -> Path:
 
 
 def write_predictions(predictions: dict, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(predictions))
-    tmp.replace(path)
-    return path
+    """The predictions JSON, written to a temporary file and renamed into place."""
+    return write_json_atomic(path, predictions, indent=None)
 
 
 class PredictionWriter(L.Callback):

@@ -9,9 +9,17 @@ import json
 import urllib.request
 
 
-def chat_completions_url(base_url: str) -> str:
-    """``http://host:8000/v1`` -> ``http://host:8000/v1/chat/completions``."""
-    return str(base_url).rstrip("/") + "/chat/completions"
+def check_http_url(url: str, what: str = "endpoint") -> str:
+    """``url`` when it is ``http://`` or ``https://``; else a ValueError naming ``what``. ``urllib``
+    also opens ``file://`` and ``ftp://``: a local file's text must never pass for a model's answer."""
+    if not str(url).lower().startswith(("http://", "https://")):
+        raise ValueError(f"{what} must start with http:// or https://, got {url!r}")
+    return str(url)
+
+
+def chat_completions_url(base_url: str, what: str = "endpoint") -> str:
+    """``http://host:8000/v1`` -> ``http://host:8000/v1/chat/completions`` (http(s) only)."""
+    return check_http_url(base_url, what).rstrip("/") + "/chat/completions"
 
 
 def post_chat_completion(endpoint: str, body: dict, api_key: str | None = None, timeout_s: float = 120.0) -> str:
@@ -20,6 +28,7 @@ def post_chat_completion(endpoint: str, body: dict, api_key: str | None = None, 
     Network failures raise ``urllib.error.URLError`` / ``HTTPError`` / ``OSError``; a reply
     without that field (or not JSON) raises ``ValueError`` naming the endpoint.
     """
+    check_http_url(endpoint)
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"

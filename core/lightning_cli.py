@@ -135,6 +135,18 @@ def moved_class_paths(args: list[str]) -> list[str]:
     return found
 
 
+def untrained_weights_warning(subcommand: str | None, ckpt_path) -> str | None:
+    """The warning for evaluating or predicting without ``--ckpt_path`` (None when one is given or
+    when fitting): the model then keeps the weights its config builds, random wherever the config
+    names no pre-trained file, and its outputs mean nothing."""
+    if subcommand not in ("validate", "test", "predict") or ckpt_path:
+        return None
+    return (f"\n{'=' * 78}\n{subcommand} WITHOUT --ckpt_path: the model keeps the weights its config builds; every "
+            "part the config does not load from a pre-trained file is RANDOMLY INITIALISED, so its outputs mean "
+            "nothing. Give --ckpt_path=<a .ckpt written by `python cli.py fit`, or a converted official GROVE "
+            f"checkpoint> to {subcommand} with trained weights.\n{'=' * 78}")
+
+
 # --ckpt_path values Lightning resolves itself rather than as files
 CKPT_PATH_KEYWORDS = ("last", "best", "hpc", "registry")
 
@@ -253,6 +265,9 @@ class GroveCLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         # Fail before building a 7B model, with every missing file listed at once.
         config = self.config[self.config.subcommand] if self.config.get("subcommand") else self.config
+        warning = untrained_weights_warning(self.config.get("subcommand"), config.get("ckpt_path"))
+        if warning:
+            rank_zero_warn(warning)
         clear_null_paths(config)
         problems = missing_paths(config, self.config.get("subcommand"))
         if problems:

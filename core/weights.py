@@ -6,12 +6,17 @@ is read with ``weights_only=True`` and TorchScript archives (OpenAI's CLIP relea
 executed: their ``data.pkl`` is read by a restricted unpickler that rebuilds tensors and records
 the scripted modules' attributes without importing or running any of their code.
 
+Weights that hold NaN are refused, naming the tensors (a file like that predicts nothing
+meaningful and would otherwise convert and run without a word); infinities are named in a
+warning, except in attention masks, where ``-inf`` is how a masked position is written.
+
 Lightning's own ``--ckpt_path`` resume is outside this loader: it restores a run's full training
 state (optimizer, loops, callbacks), which needs the stock unpickler. Resume only from checkpoints
 you wrote yourself.
 """
 from __future__ import annotations
 
+import logging
 import pickle
 import zipfile
 from collections import OrderedDict
@@ -20,7 +25,11 @@ from typing import Any
 
 import torch
 
-__all__ = ["WeightFileError", "load_state_dict_file", "read_torchscript_tensors"]
+__all__ = ["WeightFileError", "load_state_dict_file", "non_finite_tensors", "read_safetensors_shapes",
+           "read_torchscript_tensors"]
+
+log = logging.getLogger(__name__)
+_SCAN_CHUNK = 1 << 24  # elements checked at a time: bounds the temporary of the finiteness scan
 
 
 class WeightFileError(ValueError):
@@ -50,6 +59,12 @@ def load_state_dict_file(path: str | Path, key: str | None = None) -> dict[str, 
     where = _named(key, path)
     if not path.is_file():
         raise FileNotFoundError(f"{where}: no such weight file")
+    state = _read_tensors(path, key, where)
+    _refuse_non_finite(state, where)
+    return state
+
+
+def _read_tensors(path: Path, key: str | None, where: str) -> dict[str, torch.Tensor]:
     if path.suffix == ".safetensors":
         from safetensors.torch import load_file
 
@@ -71,6 +86,75 @@ def load_state_dict_file(path: str | Path, key: str | None = None) -> dict[str, 
     if bad:
         raise WeightFileError(f"{where}: not a state dict of tensors (entries {bad[:3]} are not named tensors)")
     return obj
+
+
+def non_finite_tensors(state: dict[str, torch.Tensor]) -> dict[str, tuple[int, int, int]]:
+    """``{name: (nan_count, inf_count, numel)}`` of the floating-point tensors holding NaN or inf
+    (meta tensors are skipped). Scanned in chunks, so the check never doubles a large tensor."""
+    out = {}
+    for name, tensor in state.items():
+        if tensor.is_meta or not (tensor.is_floating_point() or tensor.is_complex()) or tensor.numel() == 0:
+            continue
+        flat = tensor.reshape(-1)
+        nan = inf = 0
+        for start in range(0, flat.numel(), _SCAN_CHUNK):
+            chunk = flat[start:start + _SCAN_CHUNK]
+            bad = ~torch.isfinite(chunk)
+            if bad.any():
+                nans = int(torch.isnan(chunk).sum())
+                nan, inf = nan + nans, inf + int(bad.sum()) - nans
+        if nan or inf:
+            out[name] = (nan, inf, flat.numel())
+    return out
+
+
+def _refuse_non_finite(state: dict[str, torch.Tensor], where: str) -> None:
+    found = non_finite_tensors(state)
+    with_nan = {k: v for k, v in found.items() if v[0]}
+    if with_nan:
+        shown = ", ".join(f"'{k}' ({n} of {total} values)" for k, (n, _, total) in list(with_nan.items())[:5])
+        raise WeightFileError(f"{where}: {len(with_nan)} tensor(s) hold NaN values, e.g. {shown}; refused (a model "
+                              "with such weights predicts nothing meaningful): the file is damaged or was saved "
+                              "from a diverged run")
+    with_inf = {k: v for k, v in found.items() if "mask" not in k.rsplit(".", 1)[-1]}
+    if with_inf:
+        shown = ", ".join(f"'{k}' ({n} of {total} values)" for k, (_, n, total) in list(with_inf.items())[:5])
+        log.warning("%s: %d tensor(s) hold infinite values, e.g. %s; check the file before trusting its outputs",
+                    where, len(with_inf), shown)
+
+
+_SAFETENSORS_DTYPES = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+    "BOOL": torch.bool, "F8_E4M3": getattr(torch, "float8_e4m3fn", None),
+    "F8_E5M2": getattr(torch, "float8_e5m2", None),
+}
+
+
+def read_safetensors_shapes(path: str | Path, key: str | None = None) -> dict[str, torch.Tensor]:
+    """Meta tensors with the names, shapes and dtypes of a ``.safetensors`` file's header (no data read).
+
+    Errors name the file; a dtype torch has no type for is a :class:`WeightFileError` naming the tensor.
+    """
+    from safetensors import safe_open
+
+    path = Path(path)
+    where = _named(key, path)
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            out = {}
+            for name in handle.keys():
+                view = handle.get_slice(name)
+                dtype = _SAFETENSORS_DTYPES.get(view.get_dtype())
+                if dtype is None:
+                    raise WeightFileError(f"{where}: tensor '{name}' has dtype {view.get_dtype()}, which torch "
+                                          "cannot hold")
+                out[name] = torch.empty(view.get_shape(), dtype=dtype, device="meta")
+            return out
+    except WeightFileError:
+        raise
+    except Exception as err:  # noqa: BLE001  (safetensors raises its own error types)
+        raise WeightFileError(f"{where}: not a readable safetensors file ({err})") from err
 
 
 def _torch_load_weights_only(path: Path, where: str) -> Any:

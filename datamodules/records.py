@@ -8,6 +8,9 @@ the field.
 """
 from __future__ import annotations
 
+from core.output_files import atomic_write
+from core.safe_names import safe_file_name, unsafe_id_reason
+
 import json
 import math
 import re
@@ -25,6 +28,7 @@ REQUIRED_FIELDS = (
     "width", "height", "caption", "tagged_caption", "phrases", "bboxes", "labels",
 )
 PHRASE_TAG = re.compile(r"<p>\s*(.*?)\s*</p>", re.DOTALL)
+_TAG = re.compile(r"</?p>")
 
 
 class RecordError(ValueError):
@@ -44,6 +48,25 @@ def annotation_grid(fps: float, start: int, end: int) -> np.ndarray:
 def tagged_phrases(tagged_caption: str) -> list[str]:
     """Phrases inside ``<p>…</p>`` in order of appearance (repeats kept)."""
     return [m.strip() for m in PHRASE_TAG.findall(tagged_caption)]
+
+
+def tag_problem(tagged_caption: str) -> str | None:
+    """What is wrong with the ``<p>…</p>`` tags of a caption (unbalanced, nested, empty), or None."""
+    open_at = None
+    for match in _TAG.finditer(tagged_caption):
+        if match.group() == "<p>":
+            if open_at is not None:
+                return f"a <p> at character {match.start()} opens before the <p> at {open_at} is closed"
+            open_at = match.start()
+        else:
+            if open_at is None:
+                return f"a </p> at character {match.start()} closes no <p>"
+            if not tagged_caption[open_at + 3:match.start()].strip():
+                return f"the <p></p> at character {open_at} tags an empty phrase"
+            open_at = None
+    if open_at is not None:
+        return f"the <p> at character {open_at} is never closed"
+    return None
 
 
 def strip_tags(tagged_caption: str) -> str:
@@ -135,6 +158,10 @@ class GroundedRecord:
         if missing:
             raise RecordError(f"{where}: missing field(s) {', '.join(missing)}")
         where = f"{source}, record '{raw['video_id']}_{raw['clip_id']}'"
+        for name in ("video_id", "clip_id"):  # the record key names its files (core.safe_names)
+            why = unsafe_id_reason(raw[name])
+            if why is not None:
+                raise RecordError(f"{where}: field '{name}' = {str(raw[name])!r} cannot be part of a record key: {why}")
 
         def number(name, kind):
             value = raw[name]
@@ -161,6 +188,12 @@ class GroundedRecord:
                 raise RecordError(f"{where}: field '{name}' must be a string, got {type(raw[name]).__name__}")
 
         phrases = [str(p) for p in _as_list(raw["phrases"], where, "phrases")]
+        empty = [i for i, p in enumerate(phrases) if not p.strip()]
+        if empty:
+            raise RecordError(f"{where}: field 'phrases[{empty[0]}]' is an empty phrase")
+        problem = tag_problem(raw["tagged_caption"])
+        if problem is not None:
+            raise RecordError(f"{where}: field 'tagged_caption': {problem} ({raw['tagged_caption']!r})")
         if len(set(phrases)) != len(phrases):
             raise RecordError(f"{where}: field 'phrases' has duplicates: {phrases}")
         tagged = set(tagged_phrases(raw["tagged_caption"]))
@@ -253,6 +286,24 @@ def read_records(path: str | Path) -> list[GroundedRecord]:
     return _records_from_container(_load_file(path), str(path))
 
 
+def records_by_key(records: Iterable[GroundedRecord], source: str | Path,
+                   into: dict[str, GroundedRecord] | None = None,
+                   sources: dict[str, str] | None = None) -> dict[str, GroundedRecord]:
+    """``{key: record}``; a key given twice (in one file, or again in ``into``, e.g. from another
+    file of the same folder, whose name ``sources`` keeps) is a :class:`RecordError` naming the key
+    and both files, never a silent last-wins."""
+    out = {} if into is None else into
+    sources = {} if sources is None else sources
+    for record in records:
+        if record.key in out:
+            first = sources.get(record.key, str(source))
+            where = f"in {source}" if first == str(source) else f"in {first} and in {source}"
+            raise RecordError(f"clip key '{record.key}' appears twice ({where}); keys must be unique")
+        out[record.key] = record
+        sources[record.key] = str(source)
+    return out
+
+
 def _load_file(path: Path):
     if path.suffix == ".json":
         try:
@@ -266,11 +317,8 @@ def _load_file(path: Path):
 def write_records_json(records: Iterable[GroundedRecord], path: str | Path) -> Path:
     """The project's safe format: ``{"records": [...]}``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w") as f:
+    with atomic_write(path) as f:
         json.dump({"records": [r.to_dict() for r in records]}, f)
-    tmp.replace(path)
     return path
 
 
@@ -286,20 +334,20 @@ def write_records_pickle(records: Iterable[GroundedRecord], path: str | Path, nu
     import pickle
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as f:
+    with atomic_write(path, "wb") as f:
         pickle.dump({r.key: _pickle_dict(r, numpy_boxes) for r in records}, f)
     return path
 
 
 def write_records_pickle_folder(records: Iterable[GroundedRecord], folder: str | Path,
                                 numpy_boxes: bool = True) -> Path:
-    """Public layout: one ``{video_id}_{clip_id}.pkl`` per record."""
+    """Public layout: one ``{video_id}_{clip_id}.pkl`` per record (the key through
+    :func:`core.safe_names.safe_file_name`: unchanged for ordinary ids)."""
     import pickle
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for r in records:
-        with (folder / f"{r.key}.pkl").open("wb") as f:
+        with atomic_write(folder / safe_file_name(r.key, ".pkl"), "wb") as f:
             pickle.dump(_pickle_dict(r, numpy_boxes), f)
     return folder

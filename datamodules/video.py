@@ -26,9 +26,14 @@ log = logging.getLogger(__name__)
 
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
-# Requests this many frames past the last decodable one are still served by the last frame
-# (container frame counts can be off by one); anything further means a broken file.
+# Requests up to this many frames past the last frame (or the last decodable one) are served by the
+# last frame: headers that overstate a video's length by a frame or two are common. A request
+# further out asks for frames that do not exist: an error for that clip, never made-up frames.
 _END_TOLERANCE = 2
+# Frame rates outside this range are taken as a broken header; the rate is then measured from the
+# first frames' timestamps, and a video whose timestamps agree with the header is refused.
+MIN_FPS, MAX_FPS = 1.0, 1000.0
+_RATE_PROBE_PACKETS = 32
 # Keyframe gap assumed (in seconds) while neither the index nor decoding has shown one.
 _DEFAULT_GAP_S = 2.0
 
@@ -51,12 +56,23 @@ class VideoSource(Protocol):
 
 
 def _wanted_frames(indices: Sequence[int], num_frames: int, source: str) -> tuple[np.ndarray, np.ndarray]:
-    """Requested indices clamped to the last frame, and their sorted unique values."""
+    """Requested indices clamped to the last frame, and their sorted unique values.
+
+    Indices more than :data:`_END_TOLERANCE` past the last frame are a :class:`VideoDecodeError`
+    (the clip's frame range runs past the video's end), which datasets skip and report under
+    their ``on_corrupt`` policy.
+    """
     idx = np.asarray(indices, dtype=np.int64).reshape(-1)
     if idx.size and idx.min() < 0:
         raise IndexError(f"{source}: negative frame index {int(idx.min())} requested")
     if num_frames <= 0:
         raise VideoDecodeError(f"{source}: the video has no frames")
+    if idx.size and idx.max() > num_frames - 1 + _END_TOLERANCE:
+        beyond = int(np.count_nonzero(idx > num_frames - 1))
+        raise VideoDecodeError(
+            f"{source}: frame {int(idx.max())} requested but the video has {num_frames} frames "
+            f"(0..{num_frames - 1}); {beyond} of the {idx.size} requested frames do not exist (does the clip's "
+            "frame range or fps match this video?)")
     clamped = np.minimum(idx, num_frames - 1)
     return clamped, np.unique(clamped)
 
@@ -84,12 +100,46 @@ class PyAVVideoSource:
         if not rate or rate <= 0:
             self._container.close()
             raise VideoDecodeError(f"{self.path}: the video stream has no frame rate")
-        self._rate = Fraction(rate)
         self._time_base = Fraction(self._stream.time_base)
         self._start_pts = self._stream.start_time
+        self._rate = self._plausible_rate(Fraction(rate))
         self._num_frames: int | None = None
         self._gap_seen = 0  # largest keyframe distance known so far (a lower bound of the true one)
         self._keyframes: np.ndarray | None | bool = False  # False: not looked up yet
+
+    def _plausible_rate(self, rate: Fraction) -> Fraction:
+        """The header's rate when within ``MIN_FPS..MAX_FPS``; else the rate the first packets'
+        timestamps show, when that is plausible; else a :class:`VideoDecodeError` naming the rate
+        (cut at 5 fps, a 0.002-fps stream would give one-frame clips that read as corrupt)."""
+        if MIN_FPS <= rate <= MAX_FPS:
+            return rate
+        measured = self._rate_from_timestamps()
+        if measured is not None and MIN_FPS <= measured <= MAX_FPS:
+            log.warning("%s: the stream declares %.4g fps; its timestamps show %.4g fps, which is used",
+                        self.path, float(rate), float(measured))
+            return measured
+        self._container.close()
+        shown = f"; its timestamps show {float(measured):.4g} fps" if measured is not None else ""
+        raise VideoDecodeError(f"{self.path}: the video stream declares {float(rate):.4g} fps{shown}, outside the "
+                               f"plausible {MIN_FPS:g}-{MAX_FPS:g} fps: a broken header or not a video; skipped")
+
+    def _rate_from_timestamps(self) -> Fraction | None:
+        """Frames per second from the median gap of the first packets' presentation timestamps."""
+        try:
+            self._container.seek(0)
+            stamps = []
+            for packet in self._container.demux(self._stream):
+                if packet.pts is not None and packet.size > 0:
+                    stamps.append(packet.pts)
+                if len(stamps) >= _RATE_PROBE_PACKETS:
+                    break
+        except av.FFmpegError:
+            return None
+        gaps = np.diff(np.sort(np.asarray(stamps, dtype=np.int64)))
+        gaps = gaps[gaps > 0]
+        if gaps.size == 0:
+            return None
+        return Fraction(1) / (int(np.median(gaps)) * self._time_base)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -250,8 +300,9 @@ class PyAVVideoSource:
     def read_frames(self, indices: Sequence[int]) -> np.ndarray:
         """Frames at ``indices`` (any order, repeats allowed) as ``(N, H, W, 3)`` uint8 RGB.
 
-        Indices past the end are served by the last frame (annotations sometimes reach one frame
-        past it). Only the GOPs holding wanted frames are decoded.
+        Indices up to :data:`_END_TOLERANCE` past the end are served by the last frame (headers
+        and annotations sometimes overstate the length by a frame); further ones are an error.
+        Only the GOPs holding wanted frames are decoded.
         """
         requested, wanted = _wanted_frames(indices, self.num_frames, str(self.path))
         if wanted.size == 0:
@@ -378,7 +429,8 @@ class FrameFolderSource:
         return arr
 
     def read_frames(self, indices: Sequence[int]) -> np.ndarray:
-        """Frames at ``indices`` (any order, repeats allowed; past the end = last frame), uint8 RGB."""
+        """Frames at ``indices`` (any order, repeats allowed; up to :data:`_END_TOLERANCE` past the end
+        = last frame), uint8 RGB."""
         requested, wanted = _wanted_frames(indices, self.num_frames, str(self.path))
         if wanted.size == 0:
             return np.zeros((0, self.height, self.width, 3), dtype=np.uint8)

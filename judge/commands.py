@@ -9,6 +9,9 @@ OpenAI-compatible server ``--endpoint URL --endpoint_model NAME``. See docs/judg
 """
 from __future__ import annotations
 
+from core.cli_args import non_negative_int, positive_int
+from core.output_files import OutputIsInputError, refuse_input_as_output
+
 import argparse
 import json
 import sys
@@ -46,14 +49,16 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--endpoint", default=None, help="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
     group.add_argument("--endpoint_model", default=None, help="the served model's name")
     group.add_argument("--api_key", default=None)
-    group.add_argument("--concurrency", type=int, default=8, help="endpoint requests in flight")
-    group.add_argument("--num_frames", type=int, default=None, help="frames per clip (default: the config's, else 32)")
-    group.add_argument("--max_new_tokens", type=int, default=None, help="answer length (default: the config's)")
-    group.add_argument("--batch_size", type=int, default=8)
-    group.add_argument("--num_workers", type=int, default=0, help="video-decoding workers")
+    group.add_argument("--concurrency", type=positive_int, default=8, help="endpoint requests in flight")
+    group.add_argument("--num_frames", type=positive_int, default=None,
+                       help="frames per clip (default: the config's, else 32)")
+    group.add_argument("--max_new_tokens", type=positive_int, default=None,
+                       help="answer length (default: the config's)")
+    group.add_argument("--batch_size", type=positive_int, default=8)
+    group.add_argument("--num_workers", type=non_negative_int, default=0, help="video-decoding workers")
     group.add_argument("--video_root", default=None,
                        help="folder the videos are relative to (default: the config's, else .)")
-    group.add_argument("--threads", type=int, default=None,
+    group.add_argument("--threads", type=positive_int, default=None,
                        help="torch CPU threads (default: torch's; 1 is fastest on a small shared CPU)")
     group.add_argument("--no_progress", action="store_true")
 
@@ -89,9 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     refine.add_argument("--videos", required=True, help="folder of the videos")
     refine.add_argument("--captions", default=None, help="first captions: pair file or predictions JSON (GROVE)")
     refine.add_argument("--captioner", required=True, help="local Qwen2.5-VL-class folder that writes and rewrites")
-    refine.add_argument("--captioner_max_new_tokens", type=int, default=128)
-    refine.add_argument("--captioner_max_pixels", type=int, default=224 * 224)
-    refine.add_argument("--rounds", type=int, default=3, help="rewrites at most (the paper: up to 10)")
+    refine.add_argument("--captioner_max_new_tokens", type=positive_int, default=128)
+    refine.add_argument("--captioner_max_pixels", type=positive_int, default=224 * 224)
+    refine.add_argument("--rounds", type=non_negative_int, default=3, help="rewrites at most (the paper: up to 10)")
     refine.add_argument("--all_rounds", action="store_true", help="do every round even when the score stops improving")
     refine.add_argument("--out", required=True, help="output JSONL, one row per clip and round")
     return parser
@@ -113,7 +118,10 @@ def make_judge(args: argparse.Namespace, overrides: Sequence[str], default_video
     if args.endpoint:
         if not args.endpoint_model:
             raise SystemExit("error: --endpoint needs --endpoint_model (the served model's name)")
-        loaded = LoadedJudge(EndpointJudge(args.endpoint, args.endpoint_model, args.api_key, args.concurrency))
+        try:
+            loaded = LoadedJudge(EndpointJudge(args.endpoint, args.endpoint_model, args.api_key, args.concurrency))
+        except ValueError as err:
+            raise SystemExit(f"error: --endpoint: {err}") from None
     elif args.config:
         loaded = load_judge(args.config, ckpt_path=args.ckpt_path, overrides=overrides)
     else:
@@ -207,6 +215,13 @@ def main(argv: Sequence[str] | None = None) -> Any:
     if argv[:1] == ["corrupt"]:
         return generate_main(argv[1:])
     args, overrides = parse_args(argv)
+    inputs = {name: getattr(args, name.lstrip("-"), None)
+              for name in ("--pairs", "--ckpt_path", "--corruptions", "--foil_pairs", "--captions")}
+    inputs.update({f"--config {c}": c for c in args.config or ()})
+    try:
+        refuse_input_as_output(args.out, inputs)
+    except OutputIsInputError as err:
+        raise SystemExit(f"error: {err}") from None
     if args.threads:
         torch.set_num_threads(args.threads)
     run = {"score": run_score, "predictions": run_predictions, "foil": run_foil, "refine": run_refine}[args.command]

@@ -50,6 +50,41 @@ def _judge_cli(configs: Sequence[str], overrides: Sequence[str]):
                              parser_kwargs={"parser_mode": "omegaconf"}, save_config_callback=None)
 
 
+JUDGE_CLASS = "judge.module.JudgeModule"
+
+
+def refuse_other_model(checkpoint: dict[str, Any], path: str | Path) -> str | None:
+    """The class a checkpoint was saved from (None when it does not say); a class other than the
+    judge's (a GROVE ``.ckpt``) is an error naming the file and both classes."""
+    hparams = checkpoint.get("hyper_parameters") or {}
+    saved = hparams.get("_class_path") if isinstance(hparams, dict) else None
+    if saved and str(saved).rsplit(".", 1)[-1] != "JudgeModule":  # also the judge's class paths before its move
+        raise ValueError(f"{path} is a checkpoint of {saved}, not of {JUDGE_CLASS}: give a judge checkpoint "
+                         "(python cli.py fit --config configs/judge.yaml writes one)")
+    return saved
+
+
+def load_judge_state(module: Any, checkpoint: dict[str, Any], path: str | Path) -> None:
+    """Load a checkpoint's ``state_dict`` into a JudgeModule; weights of another model are an error
+    naming the file, the classes and a few keys, not a page of key names."""
+    saved = refuse_other_model(checkpoint, path)
+    state = checkpoint.get("state_dict")
+    if not isinstance(state, dict):
+        raise ValueError(f"{path}: not a Lightning checkpoint (no 'state_dict' entry)")
+    try:
+        module.load_state_dict(state, strict=module.strict_loading)
+    except RuntimeError as err:
+        expected = set(module.state_dict())
+        unexpected = sorted(set(state) - expected)
+        missing = sorted(expected - set(state)) if module.strict_loading else []
+        if not unexpected and not missing:
+            raise ValueError(f"{path}: its weights do not fit {JUDGE_CLASS} ({str(err).splitlines()[-1]})") from None
+        raise ValueError(
+            f"{path}: its weights do not fit {JUDGE_CLASS}: {len(unexpected)} unexpected key(s) (e.g. "
+            f"{unexpected[:3]}), {len(missing)} missing (e.g. {missing[:3]}); is it a checkpoint of another "
+            f"model{' (' + str(saved) + ')' if saved else ''}?") from None
+
+
 def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, overrides: Sequence[str] = (),
                base_model: str | None = None, **judge_kwargs: Any) -> LoadedJudge:
     """A judge in eval mode (see the module docstring for what ``spec`` may be)."""
@@ -63,8 +98,7 @@ def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, override
         if not isinstance(module, JudgeModule):
             raise ValueError(f"{specs}: model.class_path is {type(module).__name__}, not a JudgeModule")
         if ckpt_path is not None:
-            state = read_checkpoint(ckpt_path, "judge checkpoint")["state_dict"]
-            module.load_state_dict(state, strict=module.strict_loading)
+            load_judge_state(module, read_checkpoint(ckpt_path, "judge checkpoint"), ckpt_path)
         data = getattr(cli.datamodule, "hparams", {}) or {}
         try:
             video_root = cli.datamodule.resolved_video_root()
@@ -73,10 +107,11 @@ def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, override
         loaded = LoadedJudge(module.judge, int(data.get("num_frames", 32)), module.max_new_tokens, video_root)
     elif first.suffix == ".ckpt":
         checkpoint = read_checkpoint(first, "judge checkpoint")
+        refuse_other_model(checkpoint, first)  # before building a judge for nothing
         accepted = inspect.signature(JudgeModule).parameters
         hparams = {k: v for k, v in (checkpoint.get("hyper_parameters") or {}).items() if k in accepted}
         module = JudgeModule(**{**hparams, **judge_kwargs})
-        module.load_state_dict(checkpoint["state_dict"], strict=module.strict_loading)
+        load_judge_state(module, checkpoint, first)
         loaded = LoadedJudge(module.judge, max_new_tokens=module.max_new_tokens)
     elif (first / "adapter_config.json").is_file():
         base = base_model or json.loads((first / "adapter_config.json").read_text()).get("base_model_name_or_path")

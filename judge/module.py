@@ -8,10 +8,11 @@ logged as a share and left out of the correlations.
 """
 from __future__ import annotations
 
+from core.output_files import atomic_write
+
 import functools
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -200,9 +201,7 @@ class JudgeModule(L.LightningModule):
     def on_test_epoch_end(self) -> None:
         self._log_correlations("test")
         if self.answers_file is not None and self.trainer.is_global_zero:
-            path = Path(self.answers_file)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("w") as f:
+            with atomic_write(self.answers_file) as f:
                 for row in self._answers:
                     f.write(json.dumps(row) + "\n")
             self._answers = []

@@ -8,6 +8,8 @@ ends that clip). Every round is kept: caption, score, explanation.
 """
 from __future__ import annotations
 
+from core.output_files import write_text_atomic
+
 import json
 from pathlib import Path
 from typing import Any, Sequence
@@ -107,6 +109,5 @@ def refine_captions(judge: Any, captioner: Any, clips: Sequence[dict[str, Any]],
         best = max(scored, key=lambda r: (r["score"], -r["round"]))["round"] if scored else 0
         rows += [{**r, "best": r["round"] == best} for r in clip_rounds]
     if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        write_text_atomic(out, "".join(json.dumps(r) + "\n" for r in rows))
     return rows

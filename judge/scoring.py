@@ -1,13 +1,22 @@
 """Score (video, caption) pairs with a VC-Inspector judge: batched, resumable, every failure reported.
 
-The output is JSONL, one row per pair: ``key``, ``video``, ``caption``, ``score`` (1-5 or null),
-``explanation``, ``parsed`` (whether the answer had a readable score line) and ``error`` (null
-when the pair was scored; else ``video: ...`` for a missing or undecodable clip, ``answer: ...``
-for an answer without a readable score line, ``endpoint: ...`` for a failed request). Rows are
-flushed batch by batch; a rerun with the same output skips the pairs already in it (by key).
+The output is JSONL, one row per pair: ``key``, ``video``, ``caption`` (and the clip range when
+the pair has one), ``score`` (1-5 or null), ``explanation``, ``parsed`` (whether the answer had a
+readable score line) and ``error`` (null when the pair was scored; else ``video: ...`` for a
+missing or undecodable clip, ``answer: ...`` for an answer without a readable score line,
+``endpoint: ...`` for a failed request, ``text: ...`` for a caption over the token bound).
+
+The output file is only ever appended to, batch by batch: a kill at any moment loses at most the
+batch in flight (a line cut short is set apart by the next run, which reads past it). A rerun
+with the same output resumes by the pair's content (video, clip range and caption), not by its
+key, so an output reused with another pairs file never passes old captions' scores off as new
+ones; a resumed pair with a new key gets a copy of its row under that key. Pairs that failed for
+a reason that may pass (``video:``, ``endpoint:``) are scored again; the last row of a pair wins.
 Also here: FOIL accuracy over scored pairs and the judge's share of an evaluation report.
 """
 from __future__ import annotations
+
+from core.bounded_text import over_limit
 
 import json
 import math
@@ -18,58 +27,114 @@ from typing import Any, Mapping, Sequence
 from torch.utils.data import DataLoader
 
 from judge.hallucination import pairwise_accuracy
-from judge.pairs import PairFrames, collate_pairs, foil_rows
+from judge.pairs import CLIP_RANGES, PairFrames, collate_pairs, foil_rows
 
 OUTPUT_FIELDS = ("key", "video", "caption", "score", "explanation", "parsed", "error")
+RANGE_FIELDS = tuple(name for pair in CLIP_RANGES for name in pair)
+# Failures that may pass on a rerun (a video copied in later, an endpoint back up): scored again.
+RETRIED_ERRORS = ("video:", "endpoint:")
+# Caption tokens given to the judge (captions of the datasets here are under 200 tokens; a caption of a
+# million characters would otherwise allocate tens of GB and lose the whole run).
+MAX_CAPTION_TOKENS = 1024
+# Characters per token assumed for judges whose tokenizer is not local (an endpoint).
+_CHARS_PER_TOKEN = 4
+
+
+def pair_identity(row: Mapping[str, Any]) -> str:
+    """What a pair is, for resuming: its video, clip range and caption (never its key)."""
+    return json.dumps([row["video"], row["caption"], *(row.get(name) for name in RANGE_FIELDS)])
 
 
 def read_scored(path: str | Path) -> list[dict[str, Any]]:
-    """The complete rows of an output file; a line cut short by an interrupted run is dropped."""
+    """The complete rows of an output file, in order; lines cut short by an interrupted run are skipped."""
     path = Path(path)
     if not path.is_file():
         return []
     rows = []
-    for line in path.read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and "key" in row:
-            rows.append(row)
+    with path.open() as handle:
+        for line in handle:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict) and {"key", "video", "caption"} <= set(row):
+                rows.append(row)
     return rows
+
+
+def caption_tokens(judge: Any):
+    """How ``judge`` counts a caption's tokens: its tokenizer when local, else characters / 4."""
+    tokenizer = getattr(getattr(judge, "prompter", None), "tokenizer", None)
+    if tokenizer is not None:
+        return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return lambda text: -(-len(text) // _CHARS_PER_TOKEN)
+
+
+def _out_row(row: Mapping[str, Any], score=None, explanation: str = "", error: str | None = None) -> dict[str, Any]:
+    out = {"key": row["key"], "video": row["video"], "caption": row["caption"]}
+    out.update({name: row[name] for name in RANGE_FIELDS if row.get(name) is not None})
+    out.update({"score": score, "explanation": explanation, "parsed": score is not None, "error": error})
+    return out
 
 
 def _answer_row(row: Mapping[str, Any], answer) -> dict[str, Any]:
     error = None if answer.score is not None else answer.error
     if error is not None and not error.startswith("endpoint:"):
         error = f"answer: {error}"
-    return {"key": row["key"], "video": row["video"], "caption": row["caption"], "score": answer.score,
-            "explanation": answer.explanation, "parsed": answer.score is not None, "error": error}
+    return _out_row(row, answer.score, answer.explanation, error)
+
+
+def _open_for_append(path: Path):
+    """``path`` opened for appending; a last line cut short by a kill is ended first, so the next
+    row starts on a line of its own (the cut line stays, and is skipped when read)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("ab")
+    if handle.tell() > 0:
+        with path.open("rb") as reader:
+            reader.seek(-1, 2)
+            if reader.read(1) != b"\n":
+                handle.write(b"\n")
+    return handle
 
 
 def score_pairs(judge: Any, rows: Sequence[dict[str, Any]], out: str | Path | None = None, video_root: str = ".",
                 num_frames: int = 32, batch_size: int = 8, max_new_tokens: int = 64, num_workers: int = 0,
-                progress: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                progress: bool = True, max_caption_tokens: int = MAX_CAPTION_TOKENS,
+                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Score ``rows`` (``key``, ``video``, ``caption``, optional clip range) with ``judge`` (anything with
-    :meth:`~judge.model.VCInspectorJudge.score`); returns every output row (resumed ones included)
-    and a summary. With ``out``, rows already there are kept and not scored again."""
-    done = read_scored(out) if out is not None else []
-    done_keys = {r["key"] for r in done}
-    todo = [r for r in rows if r["key"] not in done_keys]
-    handle = None
-    if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text("".join(json.dumps(r) + "\n" for r in done))  # drops a cut-short last line
-        handle = Path(out).open("a")
+    :meth:`~judge.model.VCInspectorJudge.score`); returns one output row per pair of ``rows`` (resumed
+    ones included) and a summary. With ``out``, pairs already scored there are not scored again (see
+    the module docstring); a caption over ``max_caption_tokens`` fails that pair only."""
+    previous: dict[str, dict[str, Any]] = {}
+    for scored in read_scored(out) if out is not None else []:
+        previous[pair_identity(scored)] = scored  # the last row of a pair wins
+    done, todo = [], []
+    for row in rows:
+        old = previous.get(pair_identity(row))
+        if old is not None and not (old.get("error") or "").startswith(RETRIED_ERRORS):
+            done.append({**old, "key": row["key"]})
+        else:
+            todo.append(row)
+    count = caption_tokens(judge)
+    too_long = over_limit({n: r["caption"] for n, r in enumerate(todo)}, max_caption_tokens, count)
+    refused = [_out_row(todo[n], error=f"text: the caption has {length} tokens, over the limit of "
+                                       f"{max_caption_tokens}; not scored") for n, length in too_long.items()]
+    todo = [r for n, r in enumerate(todo) if n not in too_long]
     loader = DataLoader(PairFrames(todo, video_root, num_frames), batch_size=batch_size, num_workers=num_workers,
                         collate_fn=collate_pairs)
-    bar = None
+    handle = bar = None
+    if out is not None:
+        handle = _open_for_append(Path(out))
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), unit="pair", desc="judging")
     new, start = [], time.perf_counter()
     try:
+        if handle is not None:
+            renamed = [r for r in done if previous[pair_identity(r)]["key"] != r["key"]]
+            handle.write("".join(json.dumps(r) + "\n" for r in renamed + refused).encode("utf-8"))
+            handle.flush()
         for items in loader:
             readable = [i for i in items if i["frames"] is not None]
             answers = judge.score([i["frames"] for i in readable], [i["row"]["caption"] for i in readable],
@@ -78,12 +143,10 @@ def score_pairs(judge: Any, rows: Sequence[dict[str, Any]], out: str | Path | No
             by_key = {i["row"]["key"]: _answer_row(i["row"], a) for i, a in zip(readable, answers)}
             for item in items:
                 row = item["row"]
-                result = by_key.get(row["key"]) or {
-                    "key": row["key"], "video": row["video"], "caption": row["caption"], "score": None,
-                    "explanation": "", "parsed": False, "error": item["error"]}
+                result = by_key.get(row["key"]) or _out_row(row, error=item["error"])
                 new.append(result)
                 if handle is not None:
-                    handle.write(json.dumps(result) + "\n")
+                    handle.write((json.dumps(result) + "\n").encode("utf-8"))
             if handle is not None:
                 handle.flush()
             if bar is not None:
@@ -95,13 +158,14 @@ def score_pairs(judge: Any, rows: Sequence[dict[str, Any]], out: str | Path | No
             bar.close()
     seconds = time.perf_counter() - start
     order = {r["key"]: n for n, r in enumerate(rows)}
-    every = sorted(done + new, key=lambda r: order.get(r["key"], len(order)))
+    every = sorted(done + refused + new, key=lambda r: order.get(r["key"], len(order)))
     scores = [r["score"] for r in every if r["score"] is not None]
     summary = {
         "pairs": len(every), "scored": len(scores), "resumed": len(done),
         "video_errors": sum(1 for r in every if (r["error"] or "").startswith("video:")),
         "unparsable": sum(1 for r in every if (r["error"] or "").startswith("answer:")),
         "endpoint_errors": sum(1 for r in every if (r["error"] or "").startswith("endpoint:")),
+        "text_errors": sum(1 for r in every if (r["error"] or "").startswith("text:")),
         "mean_score": sum(scores) / len(scores) if scores else math.nan,
         "seconds": round(seconds, 3), "pairs_per_second": round(len(new) / seconds, 4) if new and seconds > 0 else None,
     }

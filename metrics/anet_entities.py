@@ -34,6 +34,7 @@ a phrase's class is the lemma of its last word.
 from __future__ import annotations
 
 from core.box_ops import box_iou_pairwise
+from core.output_files import refuse_input_as_output, write_json_atomic
 
 import argparse
 import json
@@ -413,6 +414,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--write-submission", default=None, help="with --pred: also write the official submission here")
     parser.add_argument("--out", default=None, help="write the report as JSON here")
     args = parser.parse_args(argv)
+    inputs = {"--reference": args.reference, "--split-file": args.split_file, "--submission": args.submission,
+              "--pred": args.pred}
+    refuse_input_as_output(args.out, inputs)
+    refuse_input_as_output(args.write_submission, inputs, "--write-submission")
     reference = load_reference(args.reference, args.split_file, args.split)
     lemmatize = spacy_lemmatizer(args.spacy_model)
     if args.submission:
@@ -422,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
 
         submission = submission_from_predictions(load_predictions(args.pred), reference, lemmatize)
         if args.write_submission:
-            Path(args.write_submission).write_text(json.dumps({"results": submission, "eval_mode": args.eval_mode}))
+            write_json_atomic(args.write_submission, {"results": submission, "eval_mode": args.eval_mode}, indent=None)
     if args.eval_mode == "GT":
         report = evaluate_gt_grounding(reference, submission, args.iou_threshold)
     else:
@@ -430,8 +435,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     for name, value in report.items():
         print(f"{name:<28} {value:.0f}" if name.startswith("num_") else f"{name:<28} {value:.4f}")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"metrics": report}, indent=2))
+        write_json_atomic(args.out, {"metrics": report})
     return report
 
 

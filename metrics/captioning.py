@@ -11,17 +11,25 @@ is the plumbing the COCO evaluator lacks:
 * characters the Java tokeniser reads as line ends (\\r, \\f, U+2028, ...) become spaces first; the
   COCO evaluator replaces only \\n, so such a caption silently shifts later captions to wrong ids;
 * clear errors for bad input, for a missing Java, and for SPICE, which needs Stanford CoreNLP
-  models that pycocoevalcap downloads at run time (impossible offline).
+  models that pycocoevalcap downloads at run time (impossible offline);
+* captions longer than ``core.bounded_text.METEOR_MAX_CHARS`` are left out of METEOR (a line of
+  a million characters kills its Java process and with it the whole evaluation): they are named
+  in a warning, score NaN per sample, and METEOR is the corpus score of the rest.
 
 An empty candidate is legal: it tokenises to an empty line and scores 0 on every metric.
 """
 from __future__ import annotations
 
+from core.bounded_text import METEOR_MAX_CHARS, describe_over_limit, over_limit
+
 import functools
+import logging
 import re
 import shutil
 import subprocess
 from typing import Hashable, Mapping, Sequence
+
+log = logging.getLogger(__name__)
 
 BLEU_METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4")
 CAPTION_METRICS = BLEU_METRICS + ("METEOR", "ROUGE-L", "CIDEr")
@@ -189,8 +197,17 @@ def evaluate_captions(gts: Mapping[Hashable, Sequence[str]], res: Mapping[Hashab
         for n, name in enumerate(BLEU_METRICS):
             store(name, bleu[n], bleu_per_sample[n])
     if "METEOR" in names:
-        with open_meteor() as meteor:
-            store("METEOR", *meteor.compute_score(ref_tokens, cand_tokens))
+        over = over_limit({k: [*gts[k], res[k]] for k in ids}, METEOR_MAX_CHARS)
+        kept = [k for k in ids if k not in over]
+        if over:
+            log.warning("METEOR: %s", describe_over_limit(over, METEOR_MAX_CHARS, "clip(s) with a caption"))
+        score, scores = float("nan"), []
+        if kept:
+            with open_meteor() as meteor:
+                score, scores = meteor.compute_score({k: ref_tokens[k] for k in kept},
+                                                     {k: cand_tokens[k] for k in kept})
+        corpus["METEOR"] = float(score)
+        per_sample["METEOR"] = {k: float("nan") for k in ids} | {k: float(v) for k, v in zip(kept, scores)}
     if "ROUGE-L" in names:
         store("ROUGE-L", *Rouge().compute_score(ref_tokens, cand_tokens))
     if "CIDEr" in names:

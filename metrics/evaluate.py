@@ -15,6 +15,9 @@ Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_vali
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.bounded_text import METEOR_MAX_CHARS, over_limit
+from core.cli_args import unit_float
+from core.output_files import refuse_input_as_output, write_json_atomic
 
 import argparse
 import json
@@ -24,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from datamodules.records import RecordError, read_records
+from datamodules.records import RecordError, read_records, records_by_key
 from metrics.grounding import evaluate_grounding, frames_from_prediction, frames_from_record
 from metrics.prediction_validation import INVALID_POLICIES, validate_predictions
 
@@ -35,14 +38,33 @@ GT_SUFFIXES = (".pkl", ".pickle", ".json")
 _READ_ERRORS = (RecordError, pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, OSError)
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object that gives one key twice (JSON readers would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
 def load_predictions(path: str | Path) -> dict[str, dict]:
+    """The predictions JSON (clip key -> prediction); a clip key (or any key of one object) given
+    twice is an error naming it."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        with path.open() as handle:
+            data = json.load(handle, object_pairs_hook=_unique_keys)
     except FileNotFoundError:
         raise FileNotFoundError(f"predictions file {path} does not exist") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
+    except DuplicateKeyError as err:
+        raise ValueError(f"{path}: key '{err.args[0]}' appears twice in one JSON object (a clip predicted twice?); "
+                         "keys must be unique") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected an object mapping clip keys to predictions, got {type(data).__name__}")
     return data
@@ -59,11 +81,11 @@ def read_ground_truth(path: str | Path, on_corrupt: str = "skip") -> tuple[dict[
         raise ValueError(f"on_corrupt must be one of {ON_CORRUPT}, got {on_corrupt!r}")
     path = Path(path)
     if not path.is_dir():
-        return {r.key: r for r in _read_gt_file(path)}, []
+        return records_by_key(_read_gt_file(path), path), []
     files = sorted(p for p in path.iterdir() if p.suffix in GT_SUFFIXES)
     if not files:
         raise RecordError(f"{path}: folder holds no .pkl/.pickle/.json annotation files")
-    records, corrupt = {}, []
+    records, corrupt, sources = {}, [], {}
     for f in files:
         try:
             got = _read_gt_file(f)
@@ -72,7 +94,7 @@ def read_ground_truth(path: str | Path, on_corrupt: str = "skip") -> tuple[dict[
                 raise
             corrupt.append(f"{f} ({err})")
             continue
-        records.update((r.key, r) for r in got)
+        records_by_key(got, f, into=records, sources=sources)
     return records, corrupt
 
 
@@ -200,9 +222,11 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
     pred_frames = {k: frames_from_prediction(chosen[k], key=k, source=pred_source) for k in keys}
     results: dict[str, float] = dict(evaluate_grounding(gt, pred_frames, text_encoder=text_encoder,
                                                         levels=LEVEL_CHOICES[level], score_source=score_source))
+    over_long: list[str] = []
     if caption_metrics:
         from metrics.captioning import evaluate_captions
 
+        over_long = sorted(over_limit({k: chosen[k].get("caption", "") for k in keys}, METEOR_MAX_CHARS))
         results.update(evaluate_captions({k: [records[k].caption] for k in keys},
                                          {k: chosen[k].get("caption", "") for k in keys}, metrics=caption_metrics))
     if caption_metrics or capture:
@@ -218,7 +242,7 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
         results["CAPTURE"] = float(scored["CAPTURE"])
     return {"metrics": {k: float(v) for k, v in results.items()}, "num_clips": len(keys),
             "missing_predictions": missing, "ignored_predictions": extra,
-            "invalid_predictions": validation.as_dict(),
+            "invalid_predictions": validation.as_dict(), "over_long_captions": over_long,
             "settings": {"protocol": "project", "level": level, "score_source": score_source,
                          "objectness_threshold": objectness_threshold, "invalid": invalid,
                          "capture_conventions": str(capture_conventions) if capture else None,
@@ -246,6 +270,9 @@ def format_table(report: Mapping[str, Any]) -> str:
     if report.get("corrupt_ground_truth"):
         lines.append(f"unreadable ground-truth files skipped: {len(report['corrupt_ground_truth'])}: "
                      + "; ".join(report["corrupt_ground_truth"][:5]))
+    if report.get("over_long_captions"):
+        lines.append(f"captions over {METEOR_MAX_CHARS} characters, left out of METEOR: "
+                     f"{len(report['over_long_captions'])}: " + ", ".join(report["over_long_captions"][:20]))
     if report["ignored_predictions"]:
         lines.append(f"predicted clips not in the GT (ignored): {len(report['ignored_predictions'])}: "
                      + ", ".join(report["ignored_predictions"][:20]))
@@ -273,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--capture-stop-words", default="authors", choices=("authors", "project"),
                         help="CAPTURE's stop list: the authors' (from capture-metric 0.1.13, as published "
                              "numbers) or the project's abstract_nouns.txt (docs/metrics.md)")
-    parser.add_argument("--objectness-threshold", type=float, default=None,
+    parser.add_argument("--objectness-threshold", type=unit_float, default=None,
                         help="drop predicted boxes scored below this before evaluating")
     parser.add_argument("--invalid", default="error", choices=INVALID_POLICIES,
                         help="predicted boxes that cannot be right: 'error' (default) or 'skip' (drop and count)")
@@ -285,6 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
+    try:
+        refuse_input_as_output(args.out, {"--gt": args.gt, "--pred": args.pred})
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
     encoder = args.text_encoder
     if encoder is None and args.protocol == "project":
         encoder = "minilm"
@@ -298,8 +329,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         raise SystemExit(f"error: {err}") from None
     print(format_table(report))
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(report, indent=2))
+        write_json_atomic(args.out, report)
         print(f"report written to {args.out}")
     return report
 

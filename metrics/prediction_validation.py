@@ -99,6 +99,17 @@ def _frame_problems(boxes: np.ndarray, labels: list, scores, phrases: set | None
     return out
 
 
+def _check_numbers(scores, where: str) -> None:
+    """``scores`` must be a list of numbers: anything else is malformed (never skipped), named by field."""
+    values = scores if isinstance(scores, (list, tuple)) else None
+    bad = None if values is not None else scores
+    if values is not None:
+        bad = next((v for v in values if isinstance(v, bool) or not isinstance(v, (int, float))), None)
+    if values is None or bad is not None:
+        raise InvalidPredictionError(f"{where}, field 'scores': expected a list of numbers (one objectness score "
+                                     f"per box), found {bad!r}")
+
+
 def validate_predictions(predictions: Mapping[str, Mapping[str, Any]], frame_sizes: Mapping[str, tuple] | None = None,
                          policy: str = "error", source: str = "<memory>"
                          ) -> tuple[dict[str, dict], ValidationReport]:
@@ -131,6 +142,9 @@ def validate_predictions(predictions: Mapping[str, Mapping[str, Any]], frame_siz
                 continue
             labels = list(frame.get("labels") or [])
             scores = frame.get("scores")
+            where = f"{source}, clip '{key}', frame {frame.get('frame')} (frames[{i}])"
+            if scores is not None:
+                _check_numbers(scores, where)
             if len(labels) != len(boxes) or (scores is not None and len(scores) != len(boxes)):
                 new_frames.append(frame)
                 continue
@@ -139,7 +153,6 @@ def validate_predictions(predictions: Mapping[str, Mapping[str, Any]], frame_siz
             if not bad:
                 new_frames.append(frame)
                 continue
-            where = f"{source}, clip '{key}', frame {frame.get('frame')} (frames[{i}])"
             if policy == "error":
                 j = bad[0]
                 raise InvalidPredictionError(f"{where}, field '{problems[j][0]}' [{j}]: {problems[j][1]} "

@@ -13,10 +13,10 @@ are plotted against the threshold as in the paper's Figure 6.
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.output_files import atomic_write
 
 import argparse
 import csv
-import json
 import sys
 import warnings
 from pathlib import Path
@@ -90,9 +90,8 @@ def threshold_sweep(records: Mapping[str, Any], predictions: Mapping[str, dict],
 def write_curves_csv(curves: Mapping[str, Sequence[Mapping[str, Any]]], path: str | Path) -> Path:
     """All runs' rows as one CSV: ``run, threshold, <metrics...>``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     columns = list(dict.fromkeys(c for rows in curves.values() for row in rows for c in row))
-    with path.open("w", newline="") as fh:
+    with atomic_write(path, newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(["run", *columns])
         for name, rows in curves.items():
@@ -158,12 +157,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, float]]]
     parser.add_argument("--text-encoder", default="minilm", help="'minilm', 'exact' or a local HF encoder folder")
     args = parser.parse_args(argv)
 
-    from datamodules.records import read_records
-    from metrics.evaluate import load_predictions
+    from core.output_files import refuse_input_as_output, write_json_atomic
+
+    from metrics.evaluate import load_predictions, read_ground_truth
     from metrics.text_encoder import build_text_encoder
 
     thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()]
-    records = {r.key: r for r in read_records(args.gt)}
+    refuse_input_as_output(args.out, {"--gt": args.gt, **{f"--pred {spec}": _named(spec)[1] for spec in args.pred}})
+    records, _ = read_ground_truth(args.gt)
     encoder = build_text_encoder(args.text_encoder)
     out = Path(args.out)
     curves: dict[str, list[dict[str, float]]] = {}
@@ -180,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, float]]]
         print(f"\n{name} ({path}):\n{markdown_rows(curves[name])}")
     out.mkdir(parents=True, exist_ok=True)
     write_curves_csv(curves, out / "threshold_sweep.csv")
-    (out / "threshold_sweep.json").write_text(json.dumps(curves, indent=2))
+    write_json_atomic(out / "threshold_sweep.json", curves)
     png = plot_threshold_sweep(curves, out / "threshold_sweep.png")
     print(f"\nwritten: {out / 'threshold_sweep.csv'}, {out / 'threshold_sweep.json'}, {png}")
     return curves

@@ -27,9 +27,7 @@ from __future__ import annotations
 from core.box_ops import box_iou_pairwise
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -222,10 +220,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
                         help="predictions JSON (the format predict writes; optional 'span' per sentence)")
     parser.add_argument("--out", default=None, help="write the report as JSON here")
     args = parser.parse_args(argv)
+    from core.output_files import refuse_input_as_output, write_json_atomic
+
     from datamodules.vidstg import read_vidstg
     from metrics.evaluate import load_predictions
     from metrics.vidstg_annotations import read_vidstg_sentences
 
+    refuse_input_as_output(args.out, {"--annotations": args.annotations, "--vidor-annotations": args.vidor_annotations,
+                                      "--pred": args.pred})
     preds = load_predictions(args.pred)
     if args.grid == "tubedetr":
         sentences = read_vidstg_sentences(args.annotations, args.vidor_annotations)
@@ -249,8 +251,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     if ignored:
         print(f"predicted sentences not in the annotations (ignored): {ignored}")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"metrics": report, "missing_predictions": missing}, indent=2))
+        write_json_atomic(args.out, {"metrics": report, "missing_predictions": missing})
     return report
 
 

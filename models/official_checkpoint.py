@@ -20,7 +20,8 @@ how a tensor of another shape is resized. :data:`GROVE_LAYOUT` is the released G
 """
 from __future__ import annotations
 
-from core.weights import load_state_dict_file
+from core.output_files import atomic_write
+from core.weights import load_state_dict_file, read_safetensors_shapes
 
 import json
 import re
@@ -177,11 +178,12 @@ class ConversionReport:
     new: dict[str, list[str]] = field(default_factory=dict)  # how they start -> project keys
     resized: list[tuple[str, tuple, tuple]] = field(default_factory=list)  # (project key, from, to)
     mismatched: list[tuple[str, str, tuple, tuple]] = field(default_factory=list)  # (project, official, got, want)
+    wrong_dtype: list[tuple[str, str, str, str]] = field(default_factory=list)  # (project, official, got, want)
     layout: OfficialLayout = GROVE_LAYOUT
 
     @property
     def ok(self) -> bool:
-        return not (self.unaccounted or self.missing or self.mismatched)
+        return not (self.unaccounted or self.missing or self.mismatched or self.wrong_dtype)
 
     def table(self) -> str:
         """A plain-text summary: counts per outcome, then every problem by name."""
@@ -198,11 +200,13 @@ class ConversionReport:
         rows += [("MISSING", key) for key in self.missing]
         rows += [("SHAPE MISMATCH", f"{official} -> {key}: checkpoint gives {list(got)}, model needs {list(want)}")
                  for key, official, got, want in self.mismatched]
+        rows += [("WRONG DTYPE", f"{official} -> {key}: checkpoint holds {got}, model needs {want} (quantised or "
+                                 "integer weights are not converted)") for key, official, got, want in self.wrong_dtype]
         width = max(len(r[0]) for r in rows)
         lines = [f"{name.ljust(width)}  {text}" for name, text in rows]
         verdict = "OK: every official key is mapped or dropped, every model tensor is filled" if self.ok else (
             f"FAILED: {len(self.unaccounted)} unaccounted, {len(self.missing)} missing, "
-            f"{len(self.mismatched)} shape mismatches")
+            f"{len(self.mismatched)} shape mismatches, {len(self.wrong_dtype)} wrong dtypes")
         return "\n".join(lines + [verdict])
 
 
@@ -299,6 +303,10 @@ def convert_official(official: Mapping[str, Tensor], target: Mapping[str, Tensor
                 continue
             report.resized.append((key, tuple(got.shape), tuple(want.shape)))
             got = resized
+        if want.is_floating_point() and not got.is_floating_point():  # a cast would turn codes into weights
+            report.wrong_dtype.append((key, " + ".join(report.mapped.pop(key)), str(got.dtype).replace("torch.", ""),
+                                       str(want.dtype).replace("torch.", "")))
+            continue
         converted[key] = got.to(want.dtype)
     for key in out:  # mapped onto a name the model does not have (e.g. an adapter this config lacks)
         report.unaccounted.extend(report.mapped.pop(key))
@@ -352,17 +360,7 @@ def _read_indexed(index: Path, shapes_only: bool) -> dict[str, Tensor]:
 
 def _read_file(path: Path, shapes_only: bool) -> dict[str, Tensor]:
     if shapes_only and path.suffix == ".safetensors":
-        from safetensors import safe_open
-
-        dtypes = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16, "F64": torch.float64,
-                  "I64": torch.int64, "I32": torch.int32, "BOOL": torch.bool, "U8": torch.uint8}
-        with safe_open(str(path), framework="pt") as handle:
-            out = {}
-            for key in handle.keys():
-                view = handle.get_slice(key)
-                out[key] = torch.empty(view.get_shape(), dtype=dtypes.get(view.get_dtype(), torch.float32),
-                                       device="meta")
-            return out
+        return read_safetensors_shapes(path, "checkpoint")
     return load_state_dict_file(path, "checkpoint")
 
 
@@ -432,9 +430,8 @@ def convert_official_file(checkpoint: str | Path, config_paths: list[str | Path]
     for key, value in converted.items():
         if value.untyped_storage().nbytes() != value.numel() * value.element_size():
             converted[key] = value.clone()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(lightning_checkpoint(converted), out)
+    with atomic_write(out, "wb") as handle:
+        torch.save(lightning_checkpoint(converted), handle)
     return report, notes
 
 

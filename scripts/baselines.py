@@ -16,7 +16,6 @@ from __future__ import annotations
 import core  # noqa: F401
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -101,7 +100,9 @@ def main(argv=None) -> dict:
     for name, report in result["reports"].items():
         print(f"\n== {name} ==\n{format_table(report)}")
     if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=2))
+        from core.output_files import write_json_atomic
+
+        write_json_atomic(args.out, result)
     return result
 
 

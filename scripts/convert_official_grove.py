@@ -12,6 +12,9 @@ and ``callbacks.init_from_checkpoint.InitFromCheckpoint`` take.
 """
 from __future__ import annotations
 
+from core.output_files import OutputIsInputError, refuse_input_as_output
+from core.weights import WeightFileError
+
 import argparse
 import sys
 
@@ -27,10 +30,19 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="check keys and shapes only")
     mode.add_argument("--out", help="write the converted Lightning checkpoint here")
     args = parser.parse_args(argv)
-    if args.check:
-        report, notes = check_official(args.checkpoint, args.config)
-    else:
-        report, notes = convert_official_file(args.checkpoint, args.config, args.out)
+    try:
+        refuse_input_as_output(args.out, {"checkpoint": args.checkpoint,
+                                          **{f"--config {c}": c for c in args.config}})
+    except OutputIsInputError as err:
+        parser.error(str(err))
+    try:
+        if args.check:
+            report, notes = check_official(args.checkpoint, args.config)
+        else:
+            report, notes = convert_official_file(args.checkpoint, args.config, args.out)
+    except (WeightFileError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     for note in notes:
         print(f"note: {note}")
     print(report.table())

@@ -19,9 +19,9 @@ writes ``<out>/qwen_vision.bin`` (``model.visual.*`` keys, as in a Qwen2.5-VL ch
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility: must precede lightning)
+from core.output_files import atomic_write, write_json_atomic
 
 import argparse
-import json
 from pathlib import Path
 
 import torch
@@ -73,11 +73,12 @@ def main(argv: list[str] | None = None) -> dict:
     report = pretrain(judge, data, args.steps, args.lr, min_overlap=args.min_overlap)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    torch.save({f"model.visual.{k}": v.detach().clone() for k, v in judge.vision_tower().state_dict().items()},
-               out / VISION_FILE)
+    with atomic_write(out / VISION_FILE, "wb") as handle:  # the tower a run started from may be this file
+        torch.save({f"model.visual.{k}": v.detach().clone() for k, v in judge.vision_tower().state_dict().items()},
+                   handle)
     report.update({"config": args.config, "overrides": args.overrides, "synthetic_root": str(root),
                    "checkpoint": {"model.init_args.vision_checkpoint": str(out / VISION_FILE)}})
-    (out / "pretext.json").write_text(json.dumps(report, indent=2))
+    write_json_atomic(out / "pretext.json", report)
     print(f"vision tower written to {out / VISION_FILE} ({report['seconds']} s)")
     return report
 

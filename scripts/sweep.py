@@ -25,6 +25,7 @@ Arguments after ``--`` go to every fit/test run (after the point's own).
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.output_files import write_json_atomic, write_text_atomic
 
 import argparse
 import csv
@@ -212,12 +213,11 @@ def run_sweep(base_args: Sequence[str], points: Sequence[SweepPoint], out: str |
         except (Exception, SystemExit):  # noqa: BLE001  (a bad point must not lose the others)
             result = {"name": point.name, "args": point.args, "metrics": {}, "error": traceback.format_exc()}
             print(f"[sweep] {point.name} failed:\n{result['error']}", file=sys.stderr)
-        saved.parent.mkdir(parents=True, exist_ok=True)
-        saved.write_text(json.dumps(result, indent=2))
+        write_json_atomic(saved, result)
         results.append(result)
     markdown, table_csv = tabulate(results, columns)
-    (out / "results.md").write_text(markdown)
-    (out / "results.csv").write_text(table_csv)
+    write_text_atomic(out / "results.md", markdown)
+    write_text_atomic(out / "results.csv", table_csv)
     curves = {r["name"]: r["threshold_sweep"] for r in results if r.get("threshold_sweep")}
     if curves:
         plot_threshold_sweep(curves, out / "threshold_sweep.png")

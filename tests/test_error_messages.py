@@ -49,6 +49,18 @@ def test_predict_with_missing_videos_stops_before_building_the_model(tmp_path):
                   f"--trainer.logger.init_args.save_dir={tmp_path}"])
 
 
+def test_evaluating_or_predicting_without_a_checkpoint_warns_loudly(tmp_path):
+    from core.lightning_cli import untrained_weights_warning
+
+    with pytest.warns(UserWarning, match=r"predict WITHOUT --ckpt_path: .* RANDOMLY INITIALISED"):
+        with pytest.raises(FileNotFoundError):  # stops early (no videos): the warning comes first
+            cli_main(["predict", "--config", DEMO, *RANDOM_TOWERS, f"--data.init_args.videos={tmp_path}/none/*.mp4",
+                      f"--trainer.logger.init_args.save_dir={tmp_path}"])
+    assert untrained_weights_warning("fit", None) is None
+    assert untrained_weights_warning("test", "runs/x/last.ckpt") is None
+    assert "test WITHOUT --ckpt_path" in untrained_weights_warning("test", None)
+
+
 def test_the_judge_data_generator_names_an_empty_record_file(tmp_path):
     from judge.corruption.generator import generate_corruptions, main
     from judge.corruption.rule_backend import RuleBackend

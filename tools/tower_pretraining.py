@@ -20,6 +20,7 @@ Adapters, VL, the LLM and the decoder are not part of this stage (they start as 
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.output_files import atomic_write, write_json_atomic
 
 import argparse
 import json
@@ -124,10 +125,13 @@ def save_towers(model, out: Path) -> tuple[Path, Path]:
     """Write the towers in the formats their loaders read (open_clip ``visual.*``, SAM ``image_encoder.*``)."""
     out.mkdir(parents=True, exist_ok=True)
     glob_path, grnd_path = out / GLOBAL_FILE, out / GROUNDING_FILE
-    torch.save({f"visual.{k}": v.detach().clone() for k, v in model.global_encoder.backbone.state_dict().items()},
-               glob_path)
-    torch.save({f"image_encoder.{k}": v.detach().clone()
-                for k, v in model.grounding_encoder.backbone.state_dict().items()}, grnd_path)
+    # temporary file + rename: the towers a run started from may be the very files it replaces
+    with atomic_write(glob_path, "wb") as handle:
+        torch.save({f"visual.{k}": v.detach().clone()
+                    for k, v in model.global_encoder.backbone.state_dict().items()}, handle)
+    with atomic_write(grnd_path, "wb") as handle:
+        torch.save({f"image_encoder.{k}": v.detach().clone()
+                    for k, v in model.grounding_encoder.backbone.state_dict().items()}, handle)
     return glob_path, grnd_path
 
 
@@ -158,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict:
     report.update({"config": args.config, "overrides": args.overrides,
                    "checkpoints": {"model.global_encoder.checkpoint": str(paths[0]),
                                    "model.grounding_encoder.checkpoint": str(paths[1])}})
-    (Path(args.out) / "pretext.json").write_text(json.dumps(report, indent=2))
+    write_json_atomic(Path(args.out) / "pretext.json", report)
     print(f"towers written to {args.out} ({report['seconds']} s)")
     return report
 

@@ -25,6 +25,9 @@ counted in the printed statistics.
 """
 from __future__ import annotations
 
+from core.cli_args import non_negative_int, positive_int
+from core.output_files import OutputIsInputError, atomic_write, refuse_input_as_output
+
 import argparse
 import json
 import zlib
@@ -196,12 +199,9 @@ def balance_by_score(rows: Sequence[dict], seed: int = 0, per_score: int | None 
 def write_jsonl(rows: Iterable[dict], path: str | Path) -> Path:
     """One JSON object per line, written atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w") as f:
+    with atomic_write(path) as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
     return path
 
 
@@ -243,22 +243,25 @@ def main(argv: list[str] | None = None) -> GenerationStats:
     parser.add_argument("--llm-path", help="local causal LM folder for --backend llm")
     parser.add_argument("--in-domain", choices=IN_DOMAIN_MODES, default="prefer",
                         help="rule backend: prefer/require substitutes seen in the dataset's captions")
-    parser.add_argument("--max-climb", type=int, default=2,
+    parser.add_argument("--max-climb", type=non_negative_int, default=2,
                         help="rule backend: hypernym steps to a shared category (4 for the synthetic shapes)")
     parser.add_argument("--climb-decay", type=float, default=0.5,
                         help="rule backend: sampling weight factor per extra step (1.0 = uniform)")
     parser.add_argument("--closed-domain", action="store_true",
                         help="rule backend: the captions are a closed world (synthetic data): substitutes and "
                              "grammar from the captions only; needs --in-domain require")
-    parser.add_argument("--per-caption", type=int, default=10)
+    parser.add_argument("--per-caption", type=positive_int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-balance", action="store_true")
     parser.add_argument("--balance-by-size", action="store_true",
                         help="also make the scores of each caption size symmetric (no text-only size cue)")
-    parser.add_argument("--per-score", type=int, default=None, help="cap on rows per score after balancing")
-    parser.add_argument("--limit", type=int, default=None, help="use only the first N captions")
+    parser.add_argument("--per-score", type=positive_int, default=None, help="cap on rows per score after balancing")
+    parser.add_argument("--limit", type=non_negative_int, default=None, help="use only the first N captions")
     args = parser.parse_args(argv)
-
+    try:
+        refuse_input_as_output(args.out, {"--records": args.records, "--activitynet": args.activitynet})
+    except OutputIsInputError as err:
+        parser.error(str(err))
     if args.records:
         sources = sources_from_records(read_records(args.records))
     elif args.youcook2:

@@ -160,3 +160,63 @@ def test_config_errors_name_the_file_and_key(tmp_path):
     overlay.write_text("stage3:\n  backend: llm\nllm:\n  backend: openai\n  url: http://localhost:1/v1\n  model: m\n")
     config = load_config([CONFIGS / "synthetic.yaml", overlay])
     assert config["stage3"] == {"backend": "llm"} and config["stage2"]["min_share"] == 0.2
+
+
+def test_numeric_options_are_checked_where_they_are_typed(synthetic, tmp_path, capsys):
+    base = ["run", *sum((["--config", c] for c in ORACLE), []), "--videos", str(synthetic["videos"]),
+            "--truth", str(synthetic["truth"]), "--out", str(tmp_path / "out")]
+    for option, value, wanted in (("--limit", "-1", "an integer >= 0"), ("--batch-size", "0", "a positive integer"),
+                                  ("--limit", "two", "an integer >= 0")):
+        with pytest.raises(SystemExit):
+            main([*base, option, value])
+        assert f"argument {option}: must be {wanted}, got '{value}'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="--limit must be >= 0"):
+        run_annotation(oracle_config(), ORACLE, synthetic["videos"], tmp_path / "out", synthetic["truth"], limit=-1)
+
+
+def test_missing_videos_folder_is_a_message_and_leaves_no_folders(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match=r"error: --videos .*no_such_folder: not a folder"):
+        main(["run", *sum((["--config", c] for c in ORACLE), []), "--videos", str(tmp_path / "no_such_folder"),
+              "--out", str(out), "--no-progress"])
+    assert not out.exists()
+
+
+def test_record_ids_never_leave_the_output_folder(synthetic, tmp_path):
+    from annotation.output import OutputFolder
+    from datamodules.records import write_records_json
+
+    # ids that cannot name one file are refused when the truth is read, naming file, record and field
+    records = read_records(synthetic["truth"])
+    bad = [r.to_dict() for r in records]
+    bad[1]["video_id"] = "../../../X"
+    (tmp_path / "bad_truth.json").write_text(json.dumps({"records": bad}))
+    with pytest.raises(SystemExit, match=r"bad_truth.json, record '../../../X_.*field 'video_id'.*path separator"):
+        main(["run", *sum((["--config", c] for c in ORACLE), []), "--videos", str(synthetic["videos"]),
+              "--truth", str(tmp_path / "bad_truth.json"), "--out", str(tmp_path / "out"), "--no-progress"])
+    assert not (tmp_path / "out").exists() and not (tmp_path.parent / "X_0.pkl").exists()
+
+    # records built in code (not validated) still land inside OUT/annotations under distinct names
+    output = OutputFolder(tmp_path / "out2" / "deep")
+    ids = ["../../../X", "sub/dir", "猫", "犬", "sub_dir"]
+    for vid in ids:
+        record = records[0]
+        record.video_id = vid
+        written = output.write_record(record)
+        assert written.parent == output.annotations
+    names = sorted(p.name for p in output.annotations.iterdir())
+    clip = records[0].clip_id
+    assert len(names) == len(ids) and {f"猫_{clip}.pkl", f"犬_{clip}.pkl", f"sub_dir_{clip}.pkl"} <= set(names)
+    assert {OutputFolder.file_stem(f"{v}_{records[0].clip_id}") for v in ids} == output.done_keys()
+    assert sorted(p.name for p in (tmp_path / "out2").iterdir()) == ["deep"]
+    write_records_json(records[:1], tmp_path / "ok.json")  # still a readable record
+
+
+def test_score_output_equal_to_an_input_is_refused(synthetic, tmp_path):
+    truth = tmp_path / "truth.json"
+    shutil.copy(synthetic["truth"], truth)
+    before = truth.read_bytes()
+    with pytest.raises(SystemExit, match=r"--out .*truth.json is --truth .*truth.json, an input of this command"):
+        main(["score", "--pred", str(tmp_path / "pred"), "--truth", str(truth), "--out", str(truth)])
+    assert truth.read_bytes() == before

@@ -140,3 +140,11 @@ def test_callback_logs_fixed_clips_to_tensorboard(val_dataset, tmp_path):
                                  [first.labels[p] for p in positions], first.caption, predictions[first.key], 64)
     drawn = np.asarray(Image.open(io.BytesIO(logged[0].encoded_image_string)).convert("RGB"))
     np.testing.assert_array_equal(drawn, expected)  # PNG: lossless
+
+
+def test_annotated_videos_get_distinct_readable_names(tmp_path):
+    from callbacks.annotated_video_writer import AnnotatedVideoWriter
+
+    names = [AnnotatedVideoWriter.output_path(tmp_path, v) for v in ("猫", "犬", "../../x", "sub/dir")]
+    assert [p.name for p in names[:2]] == ["猫.mp4", "犬.mp4"]
+    assert len(set(names)) == 4 and all(p.parent == tmp_path for p in names)

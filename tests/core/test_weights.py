@@ -136,3 +136,42 @@ def test_tower_checkpoints_load_through_the_safe_loader(tmp_path):
     assert not marker.exists()
     torch.save({"module.visual.w": torch.ones(2)}, tmp_path / "wrapped.pth")
     assert list(load_weights(tmp_path / "wrapped.pth", "k")) == ["visual.w"]  # DataParallel prefix removed
+
+
+def test_nan_weights_are_refused_and_infinities_named(tmp_path, caplog):
+    good = {"layer.weight": torch.randn(3, 4), "layer.bias": torch.zeros(3), "steps": torch.arange(3)}
+    torch.save(good, tmp_path / "good.pt")
+    assert load_state_dict_file(tmp_path / "good.pt").keys() == good.keys()
+    torch.save({**good, "layer.weight": torch.full((3, 4), float("nan"))}, tmp_path / "nan.pt")
+    with pytest.raises(WeightFileError, match=r"nan.pt: 1 tensor\(s\) hold NaN values, e.g. 'layer.weight' "
+                                              r"\(12 of 12 values\)"):
+        load_state_dict_file(tmp_path / "nan.pt")
+    from safetensors.torch import save_file
+
+    bias = torch.zeros(3)
+    bias[1] = float("inf")
+    save_file({**good, "layer.bias": bias, "attn.attn_mask": torch.full((2, 2), float("-inf"))},
+              str(tmp_path / "inf.safetensors"))
+    with caplog.at_level("WARNING", logger="core.weights"):
+        state = load_state_dict_file(tmp_path / "inf.safetensors", key="model.checkpoint")
+    assert torch.isinf(state["layer.bias"]).sum() == 1
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert "model.checkpoint: " in message and "'layer.bias' (1 of 3 values)" in message
+    assert "attn_mask" not in message  # -inf is how attention masks are written
+
+
+def test_safetensors_headers_read_as_meta_tensors_naming_bad_files(tmp_path):
+    from core.weights import read_safetensors_shapes
+
+    from safetensors.torch import save_file
+
+    tensors = {"a": torch.zeros(2, 3, dtype=torch.bfloat16), "q": torch.zeros(4, dtype=torch.int8),
+               "m": torch.zeros(1, dtype=torch.bool)}
+    save_file(tensors, str(tmp_path / "w.safetensors"))
+    shapes = read_safetensors_shapes(tmp_path / "w.safetensors")
+    assert {k: (tuple(v.shape), v.dtype, v.is_meta) for k, v in shapes.items()} == {
+        k: (tuple(v.shape), v.dtype, True) for k, v in tensors.items()}
+    data = (tmp_path / "w.safetensors").read_bytes()
+    (tmp_path / "cut.safetensors").write_bytes(data[:len(data) - 4])
+    with pytest.raises(WeightFileError, match="cut.safetensors: not a readable safetensors file"):
+        read_safetensors_shapes(tmp_path / "cut.safetensors")

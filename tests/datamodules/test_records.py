@@ -68,6 +68,32 @@ def test_phrase_not_tagged():
     expect_error(raw, "'phrases'", "a loaf")
 
 
+def test_empty_phrase_and_unbalanced_tags_name_the_field():
+    raw = raw_record()
+    raw["phrases"] = ["a person", ""]
+    raw["tagged_caption"] = "<p>a person</p> cuts bread with <p></p>."
+    expect_error(raw, "'phrases[1]'", "empty phrase")
+    cases = {"<p>a person</p> cuts bread with <p>a knife.": "never closed",
+             "<p>a person cuts bread with <p>a knife</p>.": "opens before",
+             "<p>a person</p> cuts bread</p> with <p>a knife</p>.": "closes no <p>",
+             "<p>a person</p> cuts <p> </p> with <p>a knife</p>.": "empty phrase"}
+    for tagged, why in cases.items():
+        raw = raw_record()
+        raw["tagged_caption"] = tagged
+        expect_error(raw, "'tagged_caption'", why)
+
+
+@pytest.mark.parametrize("field,value,why", [("video_id", "../../../X", "path separator"),
+                                             ("video_id", "sub/dir", "path separator"),
+                                             ("clip_id", "..", "'..'"), ("video_id", "a\x00b", "control character"),
+                                             ("clip_id", " ", "empty")])
+def test_ids_that_cannot_name_one_file_are_refused(field, value, why):
+    raw = raw_record()
+    raw[field] = value
+    with pytest.raises(RecordError, match=f"field '{field}'.*{why}"):
+        GroundedRecord.from_dict(raw, source=SOURCE)
+
+
 def test_label_not_a_phrase():
     raw = raw_record()
     raw["labels"][1] = ["a spoon"]

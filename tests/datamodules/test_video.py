@@ -55,7 +55,7 @@ def test_random_subsets_equal_full_decode(video):
     rng = np.random.default_rng(1)
     with PyAVVideoSource(path) as src:
         full = src.read_all()
-        cases = [[NUM_FRAMES - 1], [NUM_FRAMES, NUM_FRAMES + 3, 0], [5, 5, 5], [59, 0, 30, 29, 31, 9, 10, 11]]
+        cases = [[NUM_FRAMES - 1], [NUM_FRAMES, NUM_FRAMES + 1, 0], [5, 5, 5], [59, 0, 30, 29, 31, 9, 10, 11]]
         cases += [rng.integers(0, NUM_FRAMES + 2, size=rng.integers(1, 12)).tolist() for _ in range(25)]
         for indices in cases:
             got = src.read_frames(indices)
@@ -134,7 +134,7 @@ def test_frame_folder_source(tmp_path):
     _write_folder(tmp_path / "zero_based", drawn, 0)
     with FrameFolderSource(tmp_path / "one_based") as src:
         assert (src.num_frames, src.width, src.height) == (12, WIDTH, HEIGHT)
-        for indices in ([0], [11, 0, 11, 30], [5, 3, 7]):
+        for indices in ([0], [11, 0, 11, 13], [5, 3, 7]):
             np.testing.assert_array_equal(src.read_frames(indices), drawn[np.minimum(indices, 11)])
     np.testing.assert_array_equal(FrameFolderSource(tmp_path / "zero_based", index_offset=0).read_all(), drawn)
     with pytest.raises(VideoDecodeError, match="index_offset=0"):
@@ -220,3 +220,53 @@ def test_display_rotation_is_applied(tmp_path, degrees, turns):
         assert (video.height, video.width) == expected.shape[:2]
     with PyAVVideoSource(path, autorotate=False) as video:
         assert (video.height, video.width) == (32, 64) and video.read_frames([1]).shape == (1, 32, 64, 3)
+
+
+def test_frames_past_the_end_are_an_error_not_copies(tmp_path):
+    """A clip running past its video's end is refused (beyond the documented tolerance), never
+    filled with copies of the last frame."""
+    from datamodules.grounded_dataset import GroundedClipDataset
+    from datamodules.records import GroundedRecord
+    from datamodules.video import _END_TOLERANCE
+
+    drawn = marked_frames(3, seed=2)
+    mp4 = write_video(tmp_path / "three.mp4", drawn, FPS)
+    _write_folder(tmp_path / "three_frames", drawn, 1)
+    for source in (PyAVVideoSource(mp4), FrameFolderSource(tmp_path / "three_frames")):
+        with source:
+            within = source.read_frames(range(3 + _END_TOLERANCE))  # headers may overstate by a frame or two
+            np.testing.assert_array_equal(decode_marker(within), [0, 1, 2] + [2] * _END_TOLERANCE)
+            with pytest.raises(VideoDecodeError, match=r"frame 199 requested but the video has 3 frames"):
+                source.read_frames(range(200))
+            with pytest.raises(VideoDecodeError, match=str(source.path.name)):
+                source.read_frames([3 + _END_TOLERANCE])
+
+    grid = list(range(0, 200, 5))
+    record = GroundedRecord.from_dict({
+        "video_fname": "three.mp4", "video_id": "three", "clip_id": "0", "fps": 25.0, "clip_start_frame": 0,
+        "clip_end_frame": 199, "width": WIDTH, "height": HEIGHT, "caption": "a cat", "tagged_caption": "<p>a cat</p>",
+        "phrases": ["a cat"], "bboxes": [[[1, 1, 9, 9]]] * len(grid), "labels": [["a cat"]] * len(grid)})
+    skipping = GroundedClipDataset([record], tmp_path, num_frames=4, global_image_size=32, grounding_image_size=32)
+    sample = skipping[0]
+    assert "global_frames" not in sample
+    (key, reason), = sample["skipped"]
+    assert key == "three_0" and "three.mp4" in reason and "has 3 frames" in reason
+    raising = GroundedClipDataset([record], tmp_path, num_frames=4, global_image_size=32, grounding_image_size=32,
+                                  on_error="raise")
+    with pytest.raises(VideoDecodeError, match="three.mp4"):
+        raising[0]
+
+
+def test_implausible_frame_rate_is_one_skip_naming_it(tmp_path):
+    """A stream claiming 0.002 fps is refused by name (not cut into one-frame clips), also when
+    the annotation pipeline cuts a folder of videos into clips."""
+    from annotation.clips import clips_from_videos
+
+    write_video(tmp_path / "slow.mp4", marked_frames(6, seed=3), 0.002)
+    write_video(tmp_path / "fine.mp4", marked_frames(50, seed=4), FPS)
+    with pytest.raises(VideoDecodeError, match=r"slow.mp4: the video stream declares 0.002 fps"):
+        PyAVVideoSource(tmp_path / "slow.mp4")
+    specs, skipped = clips_from_videos(tmp_path, seconds=1.0, min_seconds=0.5)
+    assert [s.video_fname for s in specs] == ["fine.mp4", "fine.mp4"]
+    (skip,) = skipped
+    assert skip.video_fname == "slow.mp4" and "0.002 fps" in skip.reason

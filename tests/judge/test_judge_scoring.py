@@ -6,7 +6,7 @@ import pytest
 from judge.model import VCInspectorJudge
 from judge.pairs import read_pairs
 from judge.readers import JudgeDataError
-from judge.scoring import score_pairs
+from judge.scoring import read_scored, score_pairs
 from tests.judge.judge_fixtures import TINY, ScriptedJudge
 
 
@@ -73,7 +73,7 @@ def test_a_rerun_resumes_after_the_last_complete_row(tiny_synthetic_root, tmp_pa
     resumed, summary = score_pairs(judge, rows, tmp_path / "cut.jsonl", **settings)
     assert summary["resumed"] == 1 and sum(len(c) for c in judge.calls) == len(rows) - 2  # minus the missing video
     assert resumed == full
-    assert [json.loads(x) for x in (tmp_path / "cut.jsonl").read_text().splitlines()] == full
+    assert read_scored(tmp_path / "cut.jsonl") == full  # the cut line is set apart and skipped
 
 
 def test_the_tiny_judge_scores_synthetic_clips_in_process(tiny_synthetic_root):
@@ -103,3 +103,94 @@ def test_score_command_takes_a_config_with_overrides(tiny_synthetic_root, tmp_pa
     assert '"video_errors": 1' in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["score", "--config", str(tmp_path / "judge.yaml"), "--pairs", str(pairs), "--out", "x", "--bogus"])
+
+
+def _settings(root, **extra):
+    return {"video_root": str(root / "videos"), "num_frames": 4, "batch_size": 2, "progress": False, **extra}
+
+
+def test_a_kill_at_start_never_truncates_the_output(tiny_synthetic_root, tmp_path, monkeypatch):
+    import pathlib
+
+    rows = _rows(tiny_synthetic_root)
+    out = tmp_path / "out.jsonl"
+    score_pairs(ScriptedJudge(_answer), rows[:1], out, **_settings(tiny_synthetic_root))
+    before = out.read_bytes()
+    real_open, real_write_text = pathlib.Path.open, pathlib.Path.write_text
+
+    def killed_after_truncating(self, mode="r", *args, **kwargs):  # a kill right after a file is opened for writing
+        if self == out and "w" in mode:
+            real_open(self, mode, *args, **kwargs).close()
+            raise KeyboardInterrupt
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "open", killed_after_truncating)
+    monkeypatch.setattr(pathlib.Path, "write_text", lambda self, *a, **k: killed_after_truncating(self, "w"))
+
+    class KilledJudge(ScriptedJudge):
+        def score(self, *args, **kwargs):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        score_pairs(KilledJudge(_answer), rows, out, **_settings(tiny_synthetic_root))
+    monkeypatch.setattr(pathlib.Path, "open", real_open)
+    monkeypatch.setattr(pathlib.Path, "write_text", real_write_text)
+    assert out.read_bytes().startswith(before) and len(read_scored(out)) == 1
+
+
+def test_resume_goes_by_pair_content_and_retries_failures(tiny_synthetic_root, tmp_path):
+    from judge.prompt_format import JudgeAnswer
+
+    rows = _rows(tiny_synthetic_root)[:2]
+    out = tmp_path / "out.jsonl"
+    first, _ = score_pairs(ScriptedJudge(_answer), rows, out, **_settings(tiny_synthetic_root))
+    # another pairs file with the same keys (line numbers) but other captions: nothing is taken as done
+    other = [{**r, "caption": r["caption"] + " again"} for r in rows]
+    judge = ScriptedJudge(_answer)
+    scored, summary = score_pairs(judge, other, out, **_settings(tiny_synthetic_root))
+    assert summary["resumed"] == 0 and sorted(sum(judge.calls, [])) == sorted(r["caption"] for r in other)
+    assert [r["caption"] for r in scored] == [r["caption"] for r in other]
+    # the same pair under a new key is resumed, and its row is copied under that key
+    renamed = [{**rows[0], "key": "renamed"}]
+    judge = ScriptedJudge(_answer)
+    scored, summary = score_pairs(judge, renamed, out, **_settings(tiny_synthetic_root))
+    assert summary["resumed"] == 1 and judge.calls == [] and scored == [{**first[0], "key": "renamed"}]
+    assert read_scored(out)[-1] == scored[0]
+
+    class DownThenUp(ScriptedJudge):  # the endpoint is down on the first run
+        def score(self, frames, captions, max_new_tokens=64, sampled_fps=None):
+            if not self.calls:
+                self.calls.append(list(captions))
+                return [JudgeAnswer(None, "", "endpoint: URLError: connection refused") for _ in captions]
+            return super().score(frames, captions, max_new_tokens, sampled_fps)
+
+    judge = DownThenUp(_answer)
+    retry = tmp_path / "retry.jsonl"
+    failed, summary = score_pairs(judge, rows, retry, **_settings(tiny_synthetic_root, batch_size=4))
+    assert summary["endpoint_errors"] == 2 and summary["scored"] == 0
+    again, summary = score_pairs(judge, rows, retry, **_settings(tiny_synthetic_root, batch_size=4))
+    assert summary["resumed"] == 0 and summary["endpoint_errors"] == 0 and again == first
+    third, summary = score_pairs(judge, rows, retry, **_settings(tiny_synthetic_root, batch_size=4))
+    assert summary["resumed"] == 2 and third == first and len(judge.calls) == 2
+
+
+def test_an_over_long_caption_fails_that_pair_only(tiny_synthetic_root, tmp_path):
+    from judge.scoring import caption_tokens
+    from judge.tokenizer import build_tiny_judge_tokenizer
+
+    rows = _rows(tiny_synthetic_root)[:2]
+    huge = {"key": "huge", "video": rows[0]["video"], "caption": "a red circle " * 80_000}  # ~10^6 characters
+    judge = ScriptedJudge(_answer)
+    out, summary = score_pairs(judge, [rows[0], huge, rows[1]], tmp_path / "out.jsonl",
+                               **_settings(tiny_synthetic_root))
+    assert summary["text_errors"] == 1 and summary["scored"] + summary["unparsable"] == 2
+    assert huge["caption"] not in sum(judge.calls, [])  # the judge never saw it
+    assert out[1]["key"] == "huge" and out[1]["score"] is None
+    assert out[1]["error"].startswith("text: the caption has 260000 tokens, over the limit of 1024")
+
+    class LocalJudge:  # a judge with its own tokenizer counts tokens with it
+        class prompter:
+            tokenizer = build_tiny_judge_tokenizer()
+
+    count = caption_tokens(LocalJudge())
+    assert count("a red circle") == len(LocalJudge.prompter.tokenizer("a red circle")["input_ids"])

@@ -150,3 +150,68 @@ def test_capture_stop_words_option(files):
                    "--caption-metrics", "", "--capture-stop-words", "project"])
     assert report["settings"]["capture_stop_words"] == "project" and 0 <= report["metrics"]["CAPTURE"] <= 1
 
+
+
+def test_duplicate_clip_keys_are_errors_naming_the_key(files, tmp_path):
+    records, preds, paths, pred_path = files
+    key = records[2].key
+    twice = tmp_path / "twice.json"
+    twice.write_text(json.dumps({"records": [r.to_dict() for r in records] + [records[2].to_dict()]}))
+    with pytest.raises(RecordError, match=f"clip key '{key}' appears twice \\(in .*twice.json\\)"):
+        evaluate_files(twice, pred_path, **FAST)
+    folder = paths["folder"]  # the same clip in a second file of a per-key folder
+    write_records_json([records[2]], folder / "extra.json")
+    with pytest.raises(RecordError, match=f"clip key '{key}' appears twice \\(in .*extra.json and in .*{key}.pkl\\)"):
+        evaluate_files(folder, pred_path, **FAST)
+    text = pred_path.read_text()
+    repeated = tmp_path / "repeated.json"  # JSON keeps the last of two equal keys: refuse instead
+    repeated.write_text(text[:-1] + f', "{key}": ' + json.dumps(preds[key]) + "}")
+    with pytest.raises(ValueError, match=f"repeated.json: key '{key}' appears twice"):
+        evaluate_files(paths["json"], repeated, **FAST)
+
+
+def test_non_numeric_scores_name_file_clip_and_field(files, tmp_path):
+    records, preds, paths, _ = files
+    key = records[0].key
+    bad = json.loads(json.dumps(preds))
+    frame = next(f for f in bad[key]["frames"] if f["boxes"])
+    frame["scores"] = ["high"] * len(frame["boxes"])
+    path = tmp_path / "words.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match=f"words.json, clip '{key}', frame {frame['frame']}.*field 'scores'.*'high'"):
+        evaluate_files(paths["json"], path, **FAST)
+
+
+def test_out_that_is_an_input_is_refused(files, tmp_path):
+    _, _, paths, pred_path = files
+    for out, option in ((paths["json"], "--gt"), (pred_path, "--pred"), (paths["folder"] / "report.json", "--gt")):
+        before = {p: p.read_bytes() for p in (paths["json"], pred_path)}
+        with pytest.raises(SystemExit, match=f"--out {out} (is|lies inside) {option}"):
+            main(["--gt", str(paths["folder"] if out.parent == paths["folder"] else paths["json"]),
+                  "--pred", str(pred_path), "--text-encoder", "exact", "--caption-metrics", "", "--no-capture",
+                  "--out", str(out)])
+        assert before == {p: p.read_bytes() for p in before} and not (paths["folder"] / "report.json").exists()
+
+
+def test_over_long_caption_fails_that_clip_only(files, tmp_path, monkeypatch):
+    import metrics.captioning as captioning
+
+    records, preds, paths, _ = files
+    monkeypatch.setattr(captioning, "METEOR_MAX_CHARS", 200)
+    import metrics.evaluate as evaluate
+
+    monkeypatch.setattr(evaluate, "METEOR_MAX_CHARS", 200)
+    key = records[1].key
+    long = {**preds, key: {**preds[key], "caption": "word " * 100}}
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(long))
+    report = evaluate_files(paths["json"], path, text_encoder="exact", caption_metrics=("METEOR",), capture=False)
+    assert report["over_long_captions"] == [key]
+    assert 0.0 < report["metrics"]["METEOR"] <= 1.0  # the rest is scored
+    assert f"left out of METEOR: 1: {key}" in format_table(report)
+    rest = {k: v for k, v in preds.items() if k != key}
+    from metrics.captioning import evaluate_captions
+
+    alone = evaluate_captions({k: [r.caption] for r in records if (k := r.key) != key},
+                              {k: v["caption"] for k, v in rest.items()}, metrics=("METEOR",))
+    assert report["metrics"]["METEOR"] == pytest.approx(alone["METEOR"])

@@ -399,3 +399,44 @@ def test_converted_checkpoint_initialises_fine_tuning(tmp_path, tiny_file):
     finetune = __import__("yaml").safe_load((ROOT / "configs/official/finetune.yaml").read_text())
     callbacks = finetune["trainer"]["callbacks"]
     assert callbacks[0]["class_path"].endswith("InitFromCheckpoint")
+
+
+def test_bad_weight_files_are_refused_by_name(tmp_path, capsys):
+    """A truncated safetensors file, integer (quantised) tensors and NaN weights are refused,
+    naming the file, the key and the dtype; nothing is written."""
+    from safetensors.torch import save_file
+
+    state = {k: v.clone().contiguous() for k, v in official_state_dict("tiny").items()}
+    whole = tmp_path / "model.safetensors"
+    save_file(state, str(whole))
+    (tmp_path / "cut").mkdir()
+    cut = tmp_path / "cut" / "model.safetensors"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    for mode in (["--check"], ["--out", str(tmp_path / "x.ckpt")]):
+        assert _convert_main(str(cut), "--config", str(TINY[0]), *mode) == 1
+        assert f"error: checkpoint: {cut}: not a readable safetensors file" in capsys.readouterr().err
+    key = "model.mm_projector.2.weight"
+    quantised = dict(state, **{key: torch.randint(-128, 127, state[key].shape, dtype=torch.int8)})
+    save_file(quantised, str(tmp_path / "int8.safetensors"))
+    for mode in (["--check"], ["--out", str(tmp_path / "x.ckpt")]):
+        assert _convert_main(str(tmp_path / "int8.safetensors"), "--config", str(TINY[0]), *mode) == 1
+        out = capsys.readouterr().out
+        assert f"{key} -> global_encoder.projector.2.weight: checkpoint holds int8, model needs float32" in out
+        assert "WRONG DTYPE" in out and "1 wrong dtypes" in out
+    nan = dict(state, **{key: torch.full_like(state[key], float("nan"))})
+    torch.save(nan, tmp_path / "nan.bin")
+    assert _convert_main(str(tmp_path / "nan.bin"), "--config", str(TINY[0]), "--out", str(tmp_path / "x.ckpt")) == 1
+    assert f"nan.bin: 1 tensor(s) hold NaN values, e.g. '{key}'" in capsys.readouterr().err
+    assert not (tmp_path / "x.ckpt").exists()
+
+
+def test_converter_refuses_to_write_over_its_input(tmp_path, tiny_file, capsys):
+    import shutil
+
+    copy = shutil.copy(tiny_file, tmp_path / "grove.bin")
+    before = Path(copy).read_bytes()
+    with pytest.raises(SystemExit):
+        _convert_main(str(copy), "--config", str(TINY[0]), "--out", str(tmp_path / "." / "grove.bin"))
+    assert "is checkpoint" in capsys.readouterr().err and Path(copy).read_bytes() == before
+    assert _convert_main(str(copy), "--config", str(TINY[0]), "--out", str(tmp_path / "grove.ckpt")) == 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left

@@ -9,6 +9,15 @@ set) so that epochs can be compared with TensorBoard's step slider.
 """
 from __future__ import annotations
 
+from core.drawing import (
+    composite,
+    default_sizes,
+    load_font,
+    phrase_colours,
+    render_overlay,
+    wrap_caption,
+)
+
 import lightning as L
 import numpy as np
 import torch
@@ -17,14 +26,6 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_warn
 from PIL import Image, ImageDraw
 
-from callbacks.annotated_video_writer import (
-    composite,
-    default_sizes,
-    load_font,
-    phrase_colours,
-    render_overlay,
-    wrap_caption,
-)
 from datamodules.sampling import centre_frames
 from datamodules.video import open_video
 

@@ -66,7 +66,7 @@ def wrap_caption(text: str, font, max_width: int) -> list[str]:
     return lines
 
 
-def _ink(colour: tuple[int, int, int]) -> tuple[int, int, int, int]:
+def ink(colour: tuple[int, int, int]) -> tuple[int, int, int, int]:
     """Black or white text, whichever reads better on ``colour``."""
     luma = 0.299 * colour[0] + 0.587 * colour[1] + 0.114 * colour[2]
     return (0, 0, 0, 255) if luma > 140 else (255, 255, 255, 255)
@@ -107,7 +107,7 @@ def render_overlay(width: int, height: int, boxes: np.ndarray, labels: Sequence[
         # PIL rectangles include their end pixels: stop one short so the label ends where the box begins
         draw.rectangle([tx, ty, tx + tw + 2 * pad - 1, ty + th + 2 * pad - 1], fill=(*colour, LABEL_ALPHA))
         left, top = font.getbbox(text)[:2]
-        draw.text((tx + pad - left, ty + pad - top), text, fill=_ink(colour), font=font)
+        draw.text((tx + pad - left, ty + pad - top), text, fill=ink(colour), font=font)
     return np.asarray(image)
 
 
@@ -116,3 +116,11 @@ def composite(frames: np.ndarray, overlay: np.ndarray) -> np.ndarray:
     alpha = overlay[..., 3:4].astype(np.uint16)
     blended = (frames.astype(np.uint16) * (255 - alpha) + overlay[..., :3].astype(np.uint16) * alpha + 127) // 255
     return blended.astype(np.uint8)
+
+
+def draw_boxes(frames: np.ndarray, boxes: np.ndarray, labels: Sequence[str],
+               colours: Mapping[str, tuple[int, int, int]], caption: str | None = None,
+               scores: Sequence[float] | None = None, **sizes) -> np.ndarray:
+    """``(N, H, W, 3)`` uint8 frames with the same labelled boxes (and caption) drawn on each."""
+    height, width = frames.shape[1:3]
+    return composite(frames, render_overlay(width, height, boxes, labels, colours, caption, scores=scores, **sizes))

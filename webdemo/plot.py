@@ -19,7 +19,8 @@ def objectness_figure(objectness: Mapping[str, Any] | None, phrases: Sequence[st
     figure = Figure(figsize=(7.0, 2.8), dpi=100, layout="constrained")
     axes = figure.add_subplot()
     frames = np.asarray((objectness or {}).get("frames", []), dtype=np.float64)
-    scores = np.asarray((objectness or {}).get("scores", []), dtype=np.float64).reshape(len(frames), -1)
+    scores = np.asarray((objectness or {}).get("scores", []), dtype=np.float64)
+    scores = scores.reshape(len(frames), -1) if scores.size else np.zeros((len(frames), 0))
     colours = phrase_colours(phrases)
     seconds = frames / fps
     for column, phrase in enumerate(phrases[:scores.shape[1]]):

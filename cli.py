@@ -113,6 +113,29 @@ def missing_paths(config, subcommand: str | None = None) -> list[str]:
     return problems
 
 
+# Classes that moved, by the path checkpoints and saved run configs name them with -> where they live now.
+MOVED_CLASS_PATHS = {
+    "lightning_modules.judge_module.JudgeModule": "judge.module.JudgeModule",
+    "lightning_modules.judge_module.WarmupCosineDecay": "lightning_modules.schedules.WarmupCosineDecay",
+    "datamodules.judge_datamodule.JudgeDataModule": "judge.datamodule.JudgeDataModule",
+    "callbacks.judge_callback.VCInspectorScore": "judge.callback.VCInspectorScore",
+}
+
+
+def moved_class_paths(args: list[str]) -> list[str]:
+    """'file: old -> new' for every moved class path that a ``--config`` file or an argument still names."""
+    found = []
+    for n, arg in enumerate(args):
+        value = arg.split("=", 1)[1] if arg.startswith("--config=") else None
+        if arg == "--config" and n + 1 < len(args):
+            value = args[n + 1]
+        texts = [(value, Path(value).read_text())] if value and Path(value).is_file() else []
+        texts += [("the command line", arg)] if not arg.startswith("--config") else []
+        for where, text in texts:
+            found += [f"{where}: {old} -> {new}" for old, new in MOVED_CLASS_PATHS.items() if old in text]
+    return found
+
+
 # --ckpt_path values Lightning resolves itself rather than as files
 CKPT_PATH_KEYWORDS = ("last", "best", "hpc", "registry")
 
@@ -170,6 +193,7 @@ def _class_name(path: str | None) -> str | None:
     """``module.Class`` resolved through modules already imported (never imports what a checkpoint names)."""
     if not path:
         return None
+    path = MOVED_CLASS_PATHS.get(path, path)
     module, _, name = path.rpartition(".")
     cls = getattr(sys.modules.get(module), name, None)
     return f"{cls.__module__}.{cls.__qualname__}" if isinstance(cls, type) else path
@@ -178,6 +202,10 @@ def _class_name(path: str | None) -> str | None:
 class GroveCLI(LightningCLI):
     def parse_arguments(self, parser, args) -> None:
         self._given_args = list(sys.argv[1:] if args is None else args) if not isinstance(args, dict) else None
+        moved = moved_class_paths(self._given_args or [])
+        if moved:
+            raise ValueError("these class paths moved; replace each old path with the new one:\n  "
+                             + "\n  ".join(moved))
         super().parse_arguments(parser, args)
 
     def _explicit_model(self) -> dict:
@@ -201,6 +229,7 @@ class GroveCLI(LightningCLI):
         hparams = read_checkpoint_hparams(ckpt_path)
         hparams.pop("_instantiator", None)
         saved_class = hparams.pop("_class_path", None)
+        saved_class = MOVED_CLASS_PATHS.get(saved_class, saved_class)
         if not hparams and saved_class is None:
             return
         given = self._explicit_model()

@@ -290,8 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_judge_score(report: dict[str, Any], args: argparse.Namespace) -> None:
     """``report["judge"]``: the judge's mean score of the predicted captions (no reference used)."""
-    from lightning_modules.judge_loading import load_judge
-    from lightning_modules.judge_scoring import judge_report
+    from judge.loading import load_judge
+    from judge.scoring import judge_report
 
     loaded = load_judge(args.judge, ckpt_path=args.judge_ckpt)
     root = args.judge_video_root or loaded.video_root

@@ -56,11 +56,32 @@ def test_the_command_line_wins_and_the_checkpoint_fills_the_rest(tmp_path):
 
 
 def test_a_checkpoint_of_another_model_class_names_both(tmp_path):
-    ckpt = _checkpoint(tmp_path / "judge.ckpt", class_path="lightning_modules.judge_module.JudgeModule", seed=0)
-    expected = (r"judge\.ckpt is a checkpoint of lightning_modules\.judge_module\.JudgeModule, "
+    ckpt = _checkpoint(tmp_path / "judge.ckpt", class_path="judge.module.JudgeModule", seed=0)
+    expected = (r"judge\.ckpt is a checkpoint of judge\.module\.JudgeModule, "
                 r"but the config's model is lightning_modules\.GroveModule")
     with pytest.raises(ValueError, match=expected):
         _final_config("test", "--config", DEMO, f"--ckpt_path={ckpt}")
+
+
+def test_a_checkpoint_saved_under_a_moved_class_path_is_its_class_today(tmp_path):
+    """Judge checkpoints written before the judge became a package name lightning_modules.judge_module."""
+    ckpt = _checkpoint(tmp_path / "judge.ckpt", class_path="lightning_modules.judge_module.JudgeModule", seed=0)
+    expected = (r"judge\.ckpt is a checkpoint of judge\.module\.JudgeModule, "
+                r"but the config's model is lightning_modules\.GroveModule")
+    with pytest.raises(ValueError, match=expected):
+        _final_config("test", "--config", DEMO, f"--ckpt_path={ckpt}")
+    judge_config = str(ROOT / "configs" / "judge_demo.yaml")
+    config = _final_config("test", "--config", judge_config, f"--ckpt_path={ckpt}")
+    assert config.model.class_path == "judge.module.JudgeModule"
+
+
+def test_a_saved_config_naming_a_moved_class_says_where_it_lives_now(tmp_path):
+    old = tmp_path / "config.yaml"
+    old.write_text((ROOT / "configs" / "judge_demo.yaml").read_text()
+                   .replace("judge.module.JudgeModule", "lightning_modules.judge_module.JudgeModule"))
+    with pytest.raises(ValueError, match=r"config\.yaml: lightning_modules\.judge_module\.JudgeModule -> "
+                                         r"judge\.module\.JudgeModule"):
+        _final_config("test", "--config", str(old))
 
 
 def test_files_that_are_not_checkpoints_are_named(tmp_path):

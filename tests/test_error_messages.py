@@ -50,8 +50,8 @@ def test_predict_with_missing_videos_stops_before_building_the_model(tmp_path):
 
 
 def test_the_judge_data_generator_names_an_empty_record_file(tmp_path):
-    from datamodules.judge_data import generate_corruptions, main
-    from datamodules.judge_rule_backend import RuleBackend
+    from judge.corruption.generator import generate_corruptions, main
+    from judge.corruption.rule_backend import RuleBackend
 
     (tmp_path / "records.json").write_text("[]")
     with pytest.raises(SystemExit, match=r"records\.json: no captions to corrupt"):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from models.judge import VCInspectorJudge
+from judge.model import VCInspectorJudge
 from tests.judge.judge_fixtures import TINY
 
 

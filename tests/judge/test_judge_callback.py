@@ -9,8 +9,8 @@ from tests.judge.judge_fixtures import TINY
 
 
 def test_score_callback_reads_grove_outputs_and_denormalises_frames():
-    from callbacks.judge_callback import VCInspectorScore
     from datamodules.transforms import CLIP_MEAN, CLIP_STD
+    from judge.callback import VCInspectorScore
 
     cb = VCInspectorScore(judge={"tiny": TINY, "max_pixels": 56 * 56, "min_pixels": 28 * 28})
     pixels = np.random.default_rng(0).integers(0, 256, (2, 5, 32, 32, 3)).astype(np.uint8)
@@ -29,7 +29,7 @@ def test_score_callback_reads_grove_outputs_and_denormalises_frames():
 def test_score_callback_logs_mean_score_and_unparsable_share_during_validation():
     import lightning as L
 
-    from callbacks.judge_callback import VCInspectorScore
+    from judge.callback import VCInspectorScore
 
     class Captioner(L.LightningModule):  # stands in for GROVE: returns its captions per batch
         def __init__(self):

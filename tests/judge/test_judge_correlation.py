@@ -6,7 +6,7 @@ import pytest
 import scipy.stats
 import torch
 
-from metrics.correlation import (
+from judge.correlation import (
     JudgeCorrelation,
     average_ranks,
     kendall_tau_b,
@@ -42,7 +42,7 @@ def test_correlations_match_scipy_on_random_data(kind):
 def test_kendall_pairwise_path_matches_scipy(monkeypatch):
     # with many distinct values the joint count table is too large and pairs are compared in
     # blocks; force that path (and blocks smaller than n) on data with and without ties
-    import metrics.correlation as corr
+    import judge.correlation as corr
 
     monkeypatch.setattr(corr, "_TABLE_LIMIT", 0)
     monkeypatch.setattr(corr, "_BLOCK", 64)

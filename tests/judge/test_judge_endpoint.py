@@ -5,8 +5,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from models.judge_endpoint import EndpointJudge
-from models.judge_prompt import JUDGE_INSTRUCTION, SYSTEM_PROMPT
+from judge.endpoint import EndpointJudge
+from judge.prompt_format import JUDGE_INSTRUCTION, SYSTEM_PROMPT
 from tests.judge.judge_fixtures import random_frames
 
 

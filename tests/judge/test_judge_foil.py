@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from datamodules.judge_pairs import foil_pairs_from_corruptions, foil_rows, read_activitynet_foil
-from datamodules.judge_readers import JudgeDataError
-from lightning_modules.judge_scoring import score_foil_pairs
-from metrics.hallucination import pairwise_accuracy
+from judge.hallucination import pairwise_accuracy
+from judge.pairs import foil_pairs_from_corruptions, foil_rows, read_activitynet_foil
+from judge.readers import JudgeDataError
+from judge.scoring import score_foil_pairs
 from tests.judge.judge_fixtures import ScriptedJudge
 
 

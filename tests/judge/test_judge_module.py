@@ -5,13 +5,13 @@ import math
 import pytest
 import torch
 
-from models.judge_prompt import format_judge_answer
+from judge.prompt_format import format_judge_answer
 from tests.judge.judge_fixtures import TINY
 from tests.judge.judge_fixtures import random_frames as _frames
 
 
 def test_warmup_cosine_schedule():
-    from lightning_modules.judge_module import WarmupCosineDecay
+    from lightning_modules.schedules import WarmupCosineDecay
 
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1e-4)
     sched = WarmupCosineDecay(opt, total_steps=100, warmup_ratio=0.05, min_lr=1e-5)
@@ -34,13 +34,13 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
                     "callbacks": [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
                                    "init_args": {"dirpath": str(tmp_path / "ckpt"), "save_last": True,
                                                  "save_top_k": 0}}]},
-        "model": {"class_path": "lightning_modules.judge_module.JudgeModule",
+        "model": {"class_path": "judge.module.JudgeModule",
                   "init_args": {"tiny": TINY, "lora": {"r": 4, "alpha": 8, "dropout": 0.05},
                                 "max_pixels": 3136, "min_pixels": 784, "max_new_tokens": 4,
                                 "error_detection_weight": 0.5, "video_feature_cache": 16,
                                 "adapter_dir": str(tmp_path / "adapter"),
                                 "answers_file": str(tmp_path / "answers.jsonl")}},
-        "data": {"class_path": "datamodules.judge_datamodule.JudgeDataModule",
+        "data": {"class_path": "judge.datamodule.JudgeDataModule",
                  "init_args": {"synthetic": {"num_train": 6, "num_val": 2, "num_test": 3, "workers": 1},
                                "synthetic_root": str(tmp_path / "synthetic"),
                                **{f"{s}_file": str(tmp_path / f"{s}.jsonl") for s in ("train", "val", "test")},
@@ -69,7 +69,7 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
 
 
 def test_error_head_warns_once_and_counts_batches_without_labels():
-    from lightning_modules.judge_module import JudgeModule
+    from judge.module import JudgeModule
 
     module = JudgeModule(tiny=TINY, lora={"r": 4, "alpha": 8, "dropout": 0.0}, max_pixels=56 * 56,
                          min_pixels=28 * 28, error_detection_weight=1.0)

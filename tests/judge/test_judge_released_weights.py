@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from lightning_modules.judge_loading import load_judge
-from lightning_modules.judge_scoring import score_pairs
-from models.judge import VCInspectorJudge
+from judge.loading import load_judge
+from judge.model import VCInspectorJudge
+from judge.scoring import score_pairs
 from tests.judge.judge_fixtures import TINY, random_frames, save_tiny_qwen_folder
 
 SIZE = {"max_pixels": 56 * 56, "min_pixels": 28 * 28}
@@ -91,7 +91,7 @@ def test_lora_adapter_over_a_local_base_loads_by_its_recorded_base_path(base_fol
 
 
 def test_lightning_checkpoint_loads_weights_only_from_its_hyper_parameters(tmp_path):
-    from lightning_modules.judge_module import JudgeModule
+    from judge.module import JudgeModule
 
     module = JudgeModule(tiny=TINY, lora={"r": 4, "alpha": 8, "dropout": 0.0}, max_pixels=56 * 56,
                          min_pixels=28 * 28, seed=2)

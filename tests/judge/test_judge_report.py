@@ -4,7 +4,7 @@ import math
 import pytest
 
 from datamodules.records import read_records
-from lightning_modules.judge_scoring import judge_report
+from judge.scoring import judge_report
 from tests.judge.judge_fixtures import ScriptedJudge
 
 

@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from datamodules.judge_pairs import read_pairs
-from datamodules.judge_readers import JudgeDataError
-from lightning_modules.judge_scoring import score_pairs
-from models.judge import VCInspectorJudge
+from judge.model import VCInspectorJudge
+from judge.pairs import read_pairs
+from judge.readers import JudgeDataError
+from judge.scoring import score_pairs
 from tests.judge.judge_fixtures import TINY, ScriptedJudge
 
 
@@ -87,11 +87,11 @@ def test_the_tiny_judge_scores_synthetic_clips_in_process(tiny_synthetic_root):
 
 
 def test_score_command_takes_a_config_with_overrides(tiny_synthetic_root, tmp_path, capsys):
-    from lightning_modules.judge_commands import main
+    from judge.commands import main
 
-    config = {"model": {"class_path": "lightning_modules.judge_module.JudgeModule",
+    config = {"model": {"class_path": "judge.module.JudgeModule",
                         "init_args": {"tiny": TINY, "max_pixels": 3136, "min_pixels": 784, "max_new_tokens": 40}},
-              "data": {"class_path": "datamodules.judge_datamodule.JudgeDataModule",
+              "data": {"class_path": "judge.datamodule.JudgeDataModule",
                        "init_args": {"video_root": str(tiny_synthetic_root / "videos"), "num_frames": 6}}}
     (tmp_path / "judge.yaml").write_text(json.dumps(config))
     pairs = tmp_path / "pairs.csv"

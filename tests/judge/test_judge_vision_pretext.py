@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from models.judge_vision_pretext import merged_token_targets
+from judge.vision_pretext import merged_token_targets
 from models.patch_pretext import MOTION_WORDS
 
 

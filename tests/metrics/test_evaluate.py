@@ -143,7 +143,7 @@ def test_capture_conventions_option(files, tmp_path):
 
 
 def test_judge_option_adds_the_reference_free_score(tiny_synthetic_root, tmp_path, monkeypatch, capsys):
-    import lightning_modules.judge_loading as judge_loading
+    import judge.loading as judge_loading
     from datamodules.records import read_records
     from tests.judge.judge_fixtures import ScriptedJudge
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.judge import VCInspectorJudge, format_judge_answer
+from judge.model import VCInspectorJudge, format_judge_answer
 from models.video_feature_cache import FrozenVideoFeatureCache, pixel_digest
 
 TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,

@@ -4,17 +4,17 @@ VC-Inspector paper, section 3.2: from a (video, reference caption) pair, extract
 objects O and actions A, sample K ~ U{0..|O|} objects and L ~ U{0..|A|} actions, replace each
 sampled object with another member of its category and each sampled action with a different
 action the subject could perform, and rewrite the caption. The score is
-``1 - (K + L) / (|O| + |A|)`` on the 1-5 scale (:mod:`datamodules.judge_targets`). Ten corruptions
+``1 - (K + L) / (|O| + |A|)`` on the 1-5 scale (:mod:`judge.targets`). Ten corruptions
 per caption, then balanced sampling to equal counts per score.
 
-The backends do the extraction and substitution: :class:`~datamodules.judge_rule_backend.RuleBackend`
+The backends do the extraction and substitution: :class:`~judge.corruption.rule_backend.RuleBackend`
 (offline: spaCy, WordNet, curated actions; ``closed_domain`` for closed-vocabulary data such as the
-synthetic clips) and :class:`~datamodules.judge_llm_backend.LLMBackend` (a local causal LM with the
+synthetic clips) and :class:`~judge.corruption.llm_backend.LLMBackend` (a local causal LM with the
 paper's prompts D.1-D.5). A malformed LLM answer or an implausible corruption is dropped and
 counted in the printed statistics.
 
-    python -m datamodules.judge_data --records data/synthetic/annotations/train.json --out train.jsonl
-    python -m datamodules.judge_data --activitynet train.json --out anet_train.jsonl
+    python -m judge corrupt --records data/synthetic/annotations/train.json --out train.jsonl
+    python -m judge corrupt --activitynet train.json --out anet_train.jsonl
 """
 from __future__ import annotations
 
@@ -28,19 +28,19 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from datamodules.caption_lexicon import IN_DOMAIN_MODES
-from datamodules.judge_corruption_types import (
+from datamodules.records import read_records
+from judge.corruption.data_types import (
     CaptionSource,
     GenerationStats,
     ImplausibleCorruption,
     MalformedLLMOutput,
     sources_from_records,
 )
-from datamodules.judge_llm_backend import LLMBackend
-from datamodules.judge_readers import read_activitynet_captions
-from datamodules.judge_rule_backend import RuleBackend
-from datamodules.judge_targets import SCORES, explain, factual_score, likert_score
-from datamodules.records import read_records
+from judge.corruption.lexicon import IN_DOMAIN_MODES
+from judge.corruption.llm_backend import LLMBackend
+from judge.corruption.rule_backend import RuleBackend
+from judge.readers import read_activitynet_captions
+from judge.targets import SCORES, explain, factual_score, likert_score
 
 
 def _stable_hash(text: str) -> int:
@@ -199,7 +199,7 @@ def build_judge_split(sources: Sequence[CaptionSource], out: str | Path, backend
 
 
 def main(argv: list[str] | None = None) -> GenerationStats:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m judge corrupt", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--records", help="GroundedRecord annotations (project JSON, pickle or folder)")

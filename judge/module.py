@@ -1,4 +1,4 @@
-"""JudgeModule: training and evaluation of the VC-Inspector judge (VC-Inspector paper). The model is in models/judge.py.
+"""JudgeModule: training and evaluation of the VC-Inspector judge (VC-Inspector paper). The model is in judge/model.py.
 
 Training minimises the cross-entropy of the answer (score line + explanation) given the video and
 the D.6 prompt. Validation and test generate greedily, parse the score line and correlate the
@@ -19,9 +19,9 @@ import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning.pytorch.utilities import rank_zero_warn
 
+from judge.correlation import JudgeCorrelation
+from judge.model import VCInspectorJudge, parse_judge_answer
 from lightning_modules.schedules import WarmupCosineDecay, build_scheduler
-from metrics.correlation import JudgeCorrelation
-from models.judge import VCInspectorJudge, parse_judge_answer
 
 # Evaluation settings: not saved as hyper-parameters, so the command line decides them at test time.
 EVAL_SETTINGS = ("max_new_tokens", "answers_file")
@@ -42,7 +42,7 @@ class JudgeModule(L.LightningModule):
         model_path / tiny / adapter_path / lora / template / max_pixels / min_pixels / vision_checkpoint /
             train_vision /
             train_merger / train_embeddings / train_language_model / dtype / gradient_checkpointing / seed: see
-            :class:`models.judge.VCInspectorJudge`.
+            :class:`judge.model.VCInspectorJudge`.
         max_new_tokens: answer length bound at validation / test.
         adapter_dir: where to save the LoRA adapter on its own when fitting ends (None = don't).
         checkpoint_trainable_only: keep only trainable weights (the adapter) in Lightning checkpoints,

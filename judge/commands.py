@@ -1,4 +1,6 @@
-"""The judge's user commands (``python scripts/judge.py {score,foil,refine}``): argument parsing and wiring.
+"""The judge's user commands (``python -m judge {corrupt,score,foil,refine}``): argument parsing and wiring.
+
+``corrupt`` writes the judge's training data (:mod:`judge.corruption.generator`, its own options).
 
 Every command takes the judge as ``--config CONFIG`` (repeatable, with ``--ckpt_path`` and
 ``--key=value`` overrides, as ``cli.py`` does), as released weights ``--judge PATH`` (a merged
@@ -15,19 +17,20 @@ from typing import Any, Sequence
 
 import torch
 
-from datamodules.judge_data import write_jsonl
-from datamodules.judge_pairs import (
+from judge.corruption.generator import main as generate_main
+from judge.corruption.generator import write_jsonl
+from judge.endpoint import EndpointJudge
+from judge.loading import LoadedJudge, load_judge
+from judge.pairs import (
     PairFrames,
     foil_pairs_from_corruptions,
     read_activitynet_foil,
     read_pairs,
     read_refinement_inputs,
 )
-from datamodules.judge_readers import read_judge_jsonl
-from lightning_modules.judge_loading import LoadedJudge, load_judge
-from lightning_modules.judge_refinement import VisionLanguageCaptioner, refine_captions
-from lightning_modules.judge_scoring import score_foil_pairs, score_pairs
-from models.judge_endpoint import EndpointJudge
+from judge.readers import read_judge_jsonl
+from judge.refinement import VisionLanguageCaptioner, refine_captions
+from judge.scoring import score_foil_pairs, score_pairs
 
 OVERRIDE_PREFIXES = ("--model.", "--data.", "--trainer.", "--seed_everything")
 
@@ -54,8 +57,10 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="scripts/judge.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m judge", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("corrupt", add_help=False,
+                        help="write factual-error corruptions of captions (python -m judge corrupt --help)")
     score = commands.add_parser("score", help="score (video, caption) pairs")
     _judge_options(score)
     score.add_argument("--pairs", required=True, help="JSONL or CSV with video, caption (optional key, clip range)")
@@ -168,8 +173,11 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    args, overrides = parse_args(sys.argv[1:] if argv is None else argv)
+def main(argv: Sequence[str] | None = None) -> Any:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["corrupt"]:
+        return generate_main(argv[1:])
+    args, overrides = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     run = {"score": run_score, "foil": run_foil, "refine": run_refine}[args.command]

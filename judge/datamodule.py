@@ -1,8 +1,8 @@
 """JudgeDataModule: the VC-Inspector judge's train / val / test data from JSONL files.
 
-Split files are generated on first use when asked (:mod:`datamodules.judge_data`), read with
-:mod:`datamodules.judge_readers` and served by :class:`~datamodules.judge_dataset.JudgeDataset`
-with the model's :class:`~models.judge_prompter.JudgePrompter`, which the CLI links in from the
+Split files are generated on first use when asked (:mod:`judge.corruption.generator`), read with
+:mod:`judge.readers` and served by :class:`~judge.dataset.JudgeDataset`
+with the model's :class:`~judge.model_inputs.JudgePrompter`, which the CLI links in from the
 model (``data.prompter``). A human-rated VATEX-Eval set can replace the test split.
 """
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any
 import lightning as L
 from torch.utils.data import DataLoader
 
-from datamodules.judge_corruption_types import sources_from_records
-from datamodules.judge_data import build_judge_split, make_backend
-from datamodules.judge_dataset import JudgeCollate, JudgeDataset, shuffle_videos
-from datamodules.judge_readers import read_judge_jsonl, read_vatex_eval
 from datamodules.records import read_records
+from judge.corruption.data_types import sources_from_records
+from judge.corruption.generator import build_judge_split, make_backend
+from judge.dataset import JudgeCollate, JudgeDataset, shuffle_videos
+from judge.readers import read_judge_jsonl, read_vatex_eval
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test")
@@ -35,7 +35,7 @@ class JudgeDataModule(L.LightningDataModule):
         vatex_eval: optional human-rated test set (project JSON or public VATEX-Eval folder); when
             given it replaces ``test_file`` for ``test``, with ``vatex_video_root`` / ``vatex_video_template``.
         generate_from: ``{split: annotation path}``; a missing split file is generated from those
-            records with :mod:`datamodules.judge_data` (``generator`` holds its options:
+            records with :mod:`judge.corruption.generator` (``generator`` holds its options:
             backend options, ``per_caption``, ``seed``, ``balance``, ``per_score``, ``balance_by_size``).
         synthetic: when set, the built-in synthetic dataset is generated first (options of
             ``datamodules.synthetic.generate_synthetic_dataset``) under ``synthetic_root``.

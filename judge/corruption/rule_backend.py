@@ -20,8 +20,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from datamodules.caption_extraction import CaptionElementExtractor
-from datamodules.caption_lexicon import (
+from judge.corruption.caption_extraction import CaptionElementExtractor
+from judge.corruption.data_types import (
+    Extraction,
+    FactualElement,
+    ImplausibleCorruption,
+    MalformedLLMOutput,
+    Substitution,
+)
+from judge.corruption.english_inflection import indefinite_article, inflect_verb, match_case, pluralize
+from judge.corruption.lexicon import (
     ALTERNATIVES_PATH,
     BASIC_COLOURS,
     IN_DOMAIN_MODES,
@@ -30,14 +38,6 @@ from datamodules.caption_lexicon import (
     load_action_lexicon,
     share_synset,
     wordnet_corpus,
-)
-from datamodules.english_inflection import indefinite_article, inflect_verb, match_case, pluralize
-from datamodules.judge_corruption_types import (
-    Extraction,
-    FactualElement,
-    ImplausibleCorruption,
-    MalformedLLMOutput,
-    Substitution,
 )
 
 MAX_ACTION_COMBINATIONS = 20000  # closed domain: joint action draws weighed per corruption

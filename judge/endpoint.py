@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from models.judge_prompt import JUDGE_INSTRUCTION, SYSTEM_PROMPT, JudgeAnswer, parse_judge_answer
+from judge.prompt_format import JUDGE_INSTRUCTION, SYSTEM_PROMPT, JudgeAnswer, parse_judge_answer
 
 
 def png_data_url(frame: np.ndarray) -> str:

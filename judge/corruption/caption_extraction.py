@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from datamodules.caption_lexicon import (
+from judge.corruption.data_types import Extraction, FactualElement
+from judge.corruption.lexicon import (
     _DETERMINERS,
     _FORM_OF_TAG,
     BASIC_COLOURS,
@@ -19,11 +20,10 @@ from datamodules.caption_lexicon import (
     SENSES_PER_WORD,
     category,
 )
-from datamodules.judge_corruption_types import Extraction, FactualElement
 
 
 class CaptionElementExtractor:
-    """Extraction half of :class:`~datamodules.judge_rule_backend.RuleBackend`.
+    """Extraction half of :class:`~judge.corruption.rule_backend.RuleBackend`.
 
     Expects the attributes the backend sets: ``wn`` (WordNet), ``actions`` / ``non_actions`` (the
     curated lexicon), ``action_forms`` (-s form -> (verb, "3sg")), ``spacy_model`` and ``_nlp``.

@@ -5,11 +5,11 @@ model only; the vision tower and its merger (the visual-language projector) stay
 (VC-Inspector paper, section 3.3 and appendix C). A released judge loads by path: a merged
 Hugging Face folder (``model_path``), or a LoRA adapter folder (``adapter_path``) over a local
 base folder. For CPU tests and the demo, :func:`tiny_judge_config` builds the same architecture
-at toy size with random weights, with the offline tokenizer of :mod:`models.judge_tokenizer`.
+at toy size with random weights, with the offline tokenizer of :mod:`judge.tokenizer`.
 
 :class:`VCInspectorJudge` holds the model, computes the answer-only loss, generates greedily and
-saves / loads the LoRA adapter on its own; :class:`~models.judge_prompter.JudgePrompter` builds
-its inputs and :mod:`models.judge_prompt` holds the prompt (D.6) and the answer parser.
+saves / loads the LoRA adapter on its own; :class:`~judge.model_inputs.JudgePrompter` builds
+its inputs and :mod:`judge.prompt_format` holds the prompt (D.6) and the answer parser.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from models.judge_prompt import IGNORE_INDEX, SPECIAL_TOKENS, JudgeAnswer, format_judge_answer, parse_judge_answer  # noqa: F401
-from models.judge_prompter import JudgePrompter
-from models.judge_tokenizer import build_tiny_judge_tokenizer
+from judge.model_inputs import JudgePrompter
+from judge.prompt_format import IGNORE_INDEX, SPECIAL_TOKENS, JudgeAnswer, format_judge_answer, parse_judge_answer  # noqa: F401
+from judge.tokenizer import build_tiny_judge_tokenizer
 from models.video_feature_cache import FrozenVideoFeatureCache
 
 # Qwen2.5-VL's LLM projection layers; the vision tower has gate/up/down projections too, hence the

@@ -4,7 +4,7 @@
 
 * a YAML config (what ``python cli.py`` takes; several may be stacked, with ``--key=value``
   overrides), optionally with a Lightning checkpoint of that config (``ckpt_path``);
-* a Lightning checkpoint (``.ckpt``) of :class:`~lightning_modules.judge_module.JudgeModule`,
+* a Lightning checkpoint (``.ckpt``) of :class:`~judge.module.JudgeModule`,
   rebuilt from its saved hyper-parameters;
 * a merged Hugging Face Qwen2.5-VL folder (``config.json``: a released VC-Inspector);
 * a LoRA adapter folder (``adapter_config.json``) over a local Qwen2.5-VL folder, given as
@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import torch
 
-from models.judge import VCInspectorJudge
+from judge.model import VCInspectorJudge
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -65,7 +65,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
 def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, overrides: Sequence[str] = (),
                base_model: str | None = None, **judge_kwargs: Any) -> LoadedJudge:
     """A judge in eval mode (see the module docstring for what ``spec`` may be)."""
-    from lightning_modules.judge_module import JudgeModule
+    from judge.module import JudgeModule
 
     specs = [spec] if isinstance(spec, (str, Path)) else list(spec)
     first = Path(specs[0])

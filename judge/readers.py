@@ -1,6 +1,6 @@
 """Readers of the judge's data files: judge JSONL rows, ActivityNet Captions, VATEX-Eval ratings.
 
-Row format (one JSON object per line; what :func:`datamodules.judge_data.write_jsonl` writes):
+Row format (one JSON object per line; what :func:`judge.corruption.generator.write_jsonl` writes):
 ``key``, ``video`` (relative to ``video_root``), ``caption``; optional ``score`` (1..5) and
 ``explanation`` (training targets), ``human_scores`` (list of ratings), and the clip as
 ``start_frame``/``end_frame`` (source frames, inclusive) or ``start_s``/``end_s`` (seconds);
@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from datamodules.judge_corruption_types import CaptionSource
+from judge.corruption.data_types import CaptionSource
 
 
 class JudgeDataError(ValueError):

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from models.judge_prompt import IGNORE_INDEX, JUDGE_INSTRUCTION, SYSTEM_PROMPT, TEMPLATES, VIDEO_TOKEN
+from judge.prompt_format import IGNORE_INDEX, JUDGE_INSTRUCTION, SYSTEM_PROMPT, TEMPLATES, VIDEO_TOKEN
 from models.video_feature_cache import pixel_digest
 
 

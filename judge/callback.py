@@ -63,11 +63,11 @@ class VCInspectorScore(Callback):
     def load_judge(self, device: torch.device):
         if self.judge is None:
             if self.judge_checkpoint is not None:
-                from lightning_modules.judge_module import JudgeModule
+                from judge.module import JudgeModule
 
                 self.judge = JudgeModule.load_from_checkpoint(self.judge_checkpoint, map_location="cpu").judge
             else:
-                from models.judge import VCInspectorJudge
+                from judge.model import VCInspectorJudge
 
                 self.judge = VCInspectorJudge(**self.judge_kwargs)
             self.judge.requires_grad_(False).eval()
@@ -107,8 +107,8 @@ class VCInspectorScore(Callback):
         return [pixels[r] for r in rows], [None] * len(keys)
 
     def _decode(self, batch: dict, rows: list[int]) -> tuple[list[np.ndarray], list[float | None]]:
-        from datamodules.judge_dataset import uniform_frame_indices
         from datamodules.video import open_video
+        from judge.dataset import uniform_frame_indices
 
         if self.video_root is None or "video_fnames" not in batch or "frame_indices" not in batch:
             raise ValueError("VCInspectorScore: decoding frames needs video_root and the batch's 'video_fnames' and "

@@ -5,7 +5,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from datamodules.judge_targets import SCORES
+from judge.targets import SCORES
 
 
 @dataclass

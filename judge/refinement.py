@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from models.judge import VCInspectorJudge
+from judge.model import VCInspectorJudge
 
 REFINE_PROMPT = (
     "Previous Caption: {caption}\nEvaluation: {explanation}\n\n"
@@ -29,7 +29,7 @@ class VisionLanguageCaptioner:
     """A Qwen2-VL / Qwen2.5-VL-class ``transformers`` model from a local folder, prompted with instructions.
 
     Greedy decoding; the same frame sampling and chat template as the judge. ``model`` may be
-    given directly (an already built :class:`~models.judge.VCInspectorJudge`-style wrapper).
+    given directly (an already built :class:`~judge.model.VCInspectorJudge`-style wrapper).
     """
 
     def __init__(self, model_path: str | None = None, model: VCInspectorJudge | None = None,

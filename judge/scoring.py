@@ -17,8 +17,8 @@ from typing import Any, Mapping, Sequence
 
 from torch.utils.data import DataLoader
 
-from datamodules.judge_pairs import PairFrames, collate_pairs, foil_rows
-from metrics.hallucination import pairwise_accuracy
+from judge.hallucination import pairwise_accuracy
+from judge.pairs import PairFrames, collate_pairs, foil_rows
 
 OUTPUT_FIELDS = ("key", "video", "caption", "score", "explanation", "parsed", "error")
 
@@ -51,7 +51,7 @@ def score_pairs(judge: Any, rows: Sequence[dict[str, Any]], out: str | Path | No
                 num_frames: int = 32, batch_size: int = 8, max_new_tokens: int = 64, num_workers: int = 0,
                 progress: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Score ``rows`` (``key``, ``video``, ``caption``, optional clip range) with ``judge`` (anything with
-    :meth:`~models.judge.VCInspectorJudge.score`); returns every output row (resumed ones included)
+    :meth:`~judge.model.VCInspectorJudge.score`); returns every output row (resumed ones included)
     and a summary. With ``out``, rows already there are kept and not scored again."""
     done = read_scored(out) if out is not None else []
     done_keys = {r["key"] for r in done}
@@ -109,8 +109,8 @@ def score_pairs(judge: Any, rows: Sequence[dict[str, Any]], out: str | Path | No
 
 
 def foil_accuracy(scored: Sequence[dict[str, Any]], pairs: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """Pairwise FOIL accuracy (:func:`metrics.hallucination.pairwise_accuracy`) of rows scored from
-    :func:`datamodules.judge_pairs.foil_rows`; a pair missing from ``scored`` is an error."""
+    """Pairwise FOIL accuracy (:func:`judge.hallucination.pairwise_accuracy`) of rows scored from
+    :func:`judge.pairs.foil_rows`; a pair missing from ``scored`` is an error."""
     score = {r["key"]: r["score"] for r in scored}
     missing = [p["key"] for p in pairs if f"{p['key']}#original" not in score or f"{p['key']}#foil" not in score]
     if missing:

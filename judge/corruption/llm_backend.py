@@ -1,7 +1,7 @@
 """The caption-corruption backend that asks a local causal LM (VC-Inspector paper, prompts D.1-D.5).
 
 Greedy decoding; an answer that does not have the asked-for form raises
-:class:`~datamodules.judge_corruption_types.MalformedLLMOutput`, which the pipeline counts and
+:class:`~judge.corruption.data_types.MalformedLLMOutput`, which the pipeline counts and
 skips: it is never patched into something that looks valid.
 """
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from datamodules.caption_lexicon import share_synset
-from datamodules.judge_corruption_types import Extraction, FactualElement, MalformedLLMOutput, Substitution
-from datamodules.judge_targets import unique_items
+from judge.corruption.data_types import Extraction, FactualElement, MalformedLLMOutput, Substitution
+from judge.corruption.lexicon import share_synset
+from judge.targets import unique_items
 
 PROMPT_EXTRACT_OBJECTS = (
     "### Instruction:\nGiven the input text, generate a list of objects in the caption in the format of "

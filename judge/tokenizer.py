@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from models.judge_prompt import JUDGE_INSTRUCTION, SPECIAL_TOKENS, SYSTEM_PROMPT
+from judge.prompt_format import JUDGE_INSTRUCTION, SPECIAL_TOKENS, SYSTEM_PROMPT
 
 _TOKENIZER_CORPUS_WORDS = """
 a an the then and of to in on at from behind with while is are video caption content helpful relevant

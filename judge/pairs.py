@@ -18,9 +18,9 @@ from typing import Any, Sequence
 import numpy as np
 from torch.utils.data import Dataset
 
-from datamodules.judge_dataset import JudgeDataset
-from datamodules.judge_readers import JudgeDataError, iter_jsonl
 from datamodules.video import VideoDecodeError
+from judge.dataset import JudgeDataset
+from judge.readers import JudgeDataError, iter_jsonl
 
 CLIP_RANGES = (("start_s", "end_s"), ("start_frame", "end_frame"))
 

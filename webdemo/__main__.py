@@ -1,4 +1,4 @@
-"""``python -m webdemo --config CONFIG --ckpt_path CKPT [--port 7860]``: serve the demo on 127.0.0.1.
+"""``python -m webdemo --config CONFIG --ckpt_path CKPT [--judge JUDGE] [--port 7860]``: serve the demo on 127.0.0.1.
 
 Arguments the demo does not know (``--model.init_args.max_new_tokens=32``, ...) go to the config
 parsing as they would on ``cli.py predict``.
@@ -21,6 +21,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     parser.add_argument("--config", action="append", required=True,
                         help="the config the checkpoint was trained with (repeat to stack configs)")
     parser.add_argument("--ckpt_path", required=True, help="a GROVE checkpoint (cli.py fit, or a converted release)")
+    parser.add_argument("--judge", default=None,
+                        help="VC-Inspector judge to rate each clip's caption: a judge .ckpt, a released Hugging Face "
+                             "folder, a LoRA adapter folder, or a judge config (with --judge_ckpt)")
+    parser.add_argument("--judge_ckpt", default=None, help="checkpoint of the judge config given as --judge")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: this machine only)")
     parser.add_argument("--port", type=int, default=7860)
     parser.add_argument("--samples", type=int, default=3, help="synthetic sample videos offered on the page")
@@ -42,7 +46,12 @@ def main(argv: list[str] | None = None) -> None:
 
         samples = write_samples(workspace.samples_dir, count=max(1, args.samples))
         predictor = DemoPredictor(args.config, args.ckpt_path, samples[0].path, overrides)
-        demo = build_app(predictor, workspace, samples[:args.samples])
+        judge = None
+        if args.judge:
+            from webdemo.judging import load_clip_judge
+
+            judge = load_clip_judge(args.judge, args.judge_ckpt)
+        demo = build_app(predictor, workspace, samples[:args.samples], judge)
         demo.queue(default_concurrency_limit=1).launch(
             server_name=args.host, server_port=args.port, allowed_paths=[str(workspace.root)], show_error=False,
             css=CSS, theme=THEME, footer_links=[])

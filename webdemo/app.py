@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import gradio as gr
 
 from datamodules.video import PyAVVideoSource, VideoDecodeError
 from models.inference import WINDOW_MODES
+from webdemo.judging import ClipJudge
 from webdemo.plot import objectness_figure
 from webdemo.predictor import DemoPredictor, Settings
 from webdemo.results import DemoResult, caption_html, clip_label, draw_frame, summary_markdown
@@ -25,8 +26,6 @@ CSS = """
 #grove-status.grove-error, #grove-status .grove-error { color: #b00020; }
 """
 
-# judge(video path, caption, clip start frame, clip end frame) -> {"score": ..., "explanation": ...}
-Judge = Callable[[str, str, int, int], dict]
 
 
 def error_markdown(message: str) -> str:
@@ -66,15 +65,16 @@ def frame_view(result: DemoResult | None, index: int, position: int):
 def judge_markdown(judge: dict | None) -> str:
     if not judge:
         return ""
-    if judge.get("error"):
-        return error_markdown(f"judge: {judge['error']}")
-    return f"**VC-Inspector score: {judge.get('score', '?')} / 5**\n\n{judge.get('explanation', '')}"
+    if judge.get("score") is None:
+        reason = (judge.get("error") or "no score line in its answer").removeprefix("answer: ")
+        return error_markdown(f"the judge gave no score: {reason}")
+    return f"**VC-Inspector score: {judge['score']} / 5**\n\n{judge.get('explanation') or ''}"
 
 
 class DemoApp:
     """Handlers of the page (plain functions of their inputs, so that tests call them directly)."""
 
-    def __init__(self, predictor: DemoPredictor, workspace: Workspace, judge: Judge | None = None):
+    def __init__(self, predictor: DemoPredictor, workspace: Workspace, judge: ClipJudge | None = None):
         self.predictor, self.workspace, self.judge = predictor, workspace, judge
 
     def run(self, video, threshold, window_mode, clip_seconds, stride_seconds, max_new_tokens,
@@ -107,15 +107,20 @@ class DemoApp:
                           visible=result.annotated_path is not None), result)
 
     def _judge(self, result: DemoResult, progress) -> None:
-        todo = [c for c in result.clips if c.prediction]
-        for done, clip in enumerate(todo):
-            progress((done, len(todo)), desc="judging captions", unit="clips")
-            try:
-                clip.judge = self.judge(result.video_path, clip.prediction["caption"], clip.start_frame,
-                                        clip.end_frame)
-            except Exception as err:  # noqa: BLE001  (a judge failure must not lose the prediction)
-                log.exception("judge failed on %s", clip.key)
-                clip.judge = {"error": f"{type(err).__name__}: {err}"}
+        """Each predicted clip's caption rated by the judge; a failure is shown, the prediction kept."""
+        todo = [c for c in result.clips if c.prediction and c.prediction.get("caption", "").strip()]
+        if not todo:
+            return
+        progress((0, len(todo)), desc="judging the captions", unit="clips")
+        rows = [{"key": c.key, "video": str(Path(result.video_path).resolve()), "caption": c.prediction["caption"],
+                 "start_frame": c.start_frame, "end_frame": c.end_frame} for c in todo]
+        try:
+            answers = self.judge(rows)
+        except Exception as err:  # noqa: BLE001  (a judge failure must not lose the prediction)
+            log.exception("the judge failed on %s", result.video_name)
+            answers = [{"error": f"{type(err).__name__}: {err}"}] * len(todo)
+        for clip, answer in zip(todo, answers):
+            clip.judge = answer
 
     @staticmethod
     def _failed(message: str):
@@ -125,7 +130,7 @@ class DemoApp:
 
 
 def build_app(predictor: DemoPredictor, workspace: Workspace, samples: Sequence[Sample] = (),
-              judge: Judge | None = None, title: str = "GROVE: grounded video captions") -> gr.Blocks:
+              judge: ClipJudge | None = None, title: str = "GROVE: grounded video captions") -> gr.Blocks:
     handlers = DemoApp(predictor, workspace, judge)
     defaults = predictor.defaults
     with gr.Blocks(title=title, delete_cache=(3600, 3600)) as demo:

@@ -24,7 +24,7 @@ import lightning as L
 
 from callbacks.annotated_video_writer import AnnotatedVideoWriter
 from callbacks.prediction_writer import PredictionWriter
-from cli import GroveCLI
+from cli import DATA_PATH_SUFFIXES, GroveCLI, _as_dict
 from models.inference import WINDOW_MODES
 from webdemo.results import DemoResult, assemble_clips
 
@@ -60,7 +60,18 @@ class Settings:
 
 
 class _LoadingCLI(GroveCLI):
-    """The command line's parsing and instantiation for ``predict``, without running it."""
+    """The command line's parsing and instantiation for ``predict``, without running it.
+
+    The demo predicts on uploads only, so the config's annotation files and video roots (the
+    dataset it was trained or evaluated on) are not needed and not required to exist.
+    """
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.config.subcommand]
+        for key in _as_dict(config.get("data", {}).get("init_args")):
+            if key.endswith(DATA_PATH_SUFFIXES):
+                config[f"data.init_args.{key}"] = None
+        super().before_instantiate_classes()
 
     def _run_subcommand(self, subcommand: str) -> None:
         return None

@@ -10,10 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -23,89 +19,35 @@ from models.grove import Grove
 from tests.fixtures.paths import ROOT
 from tests.webdemo.fixed_caption_server import FIXED_PLAIN, fixed_generate_captions
 from tests.webdemo.tiny_model import TINY_MODEL_ARGS, predict_with_cli
+from webdemo.browser import chromium_page, chromium_path, demo_server, upload, upload_and_predict
 
 pytestmark = pytest.mark.slow
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Offline, no first-run work, nothing in the background: the page is all the browser loads.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_serving(url: str, server: subprocess.Popen, log: Path, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"the demo server exited with {server.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(1.0)
-    pytest.fail(f"the demo server did not answer at {url} within {timeout:.0f} s:\n{log.read_text()[-4000:]}")
 
 
 @pytest.fixture
 def server(tiny_checkpoint, tmp_path):
-    port = free_port()
-    log = tmp_path / "server.log"
-    command = [sys.executable, "-m", "tests.webdemo.fixed_caption_server", "--config",
-               str(ROOT / "configs" / "demo.yaml"), "--ckpt_path", str(tiny_checkpoint), "--port", str(port),
-               "--samples", "1", *TINY_MODEL_ARGS]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        wait_until_serving(url, process, log)
-        yield url, process, log
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    args = ["--config", str(ROOT / "configs" / "demo.yaml"), "--ckpt_path", str(tiny_checkpoint), "--samples", "1",
+            *TINY_MODEL_ARGS]
+    with demo_server(args, tmp_path / "server.log", module="tests.webdemo.fixed_caption_server") as running:
+        yield running
 
 
 @pytest.fixture
-def browser_page(tmp_path):
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
+def page():
+    pytest.importorskip("playwright.sync_api")
+    if not Path(chromium_path()).exists():
         pytest.fail("Chromium is missing: scripts/setup.sh installs Debian's chromium package")
-    with playwright.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-            accept_downloads=True, viewport={"width": 1400, "height": 1000})
-        try:
-            yield context.pages[0] if context.pages else context.new_page()
-        finally:
-            context.close()
+    with chromium_page() as browser_page:
+        yield browser_page
 
 
-def upload_and_run(page, url: str, video: Path) -> None:
-    page.goto(url)
-    page.locator("#grove-upload input[type=file]").set_input_files(str(video))
-    page.locator("#grove-upload video").wait_for(timeout=60_000)  # the upload arrived and plays
-    page.click("#grove-run")
-
-
-def test_upload_predict_download_and_a_corrupt_upload(server, browser_page, tiny_synthetic_root, tiny_checkpoint,
+def test_upload_predict_download_and_a_corrupt_upload(server, page, tiny_synthetic_root, tiny_checkpoint,
                                                       tmp_path, monkeypatch):
-    url, process, log = server
-    page = browser_page
+    url, process = server
     clip = sorted((tiny_synthetic_root / "videos").glob("synthtest*.mp4"))[0]
-    started = time.monotonic()
-    upload_and_run(page, url, clip)
+    seconds = upload_and_predict(page, url, clip)
+    print(f"upload to result: {seconds:.1f} s (2-s clip, demo-size model trained 3 steps, 6 new tokens)")
     caption = page.locator("#grove-caption .grove-caption")
-    caption.wait_for(timeout=300_000)
-    print(f"upload to result: {time.monotonic() - started:.1f} s (2-s clip, tiny model)")
     assert caption.inner_text().split() == FIXED_PLAIN.split()
     colours = page.eval_on_selector_all(
         "#grove-caption .grove-phrase", "spans => spans.map(s => getComputedStyle(s).backgroundColor)")
@@ -140,3 +82,6 @@ def test_upload_predict_download_and_a_corrupt_upload(server, browser_page, tiny
     assert process.poll() is None  # still serving
     with urllib.request.urlopen(url, timeout=10) as response:
         assert response.status == 200
+    upload(page, url, clip)  # and still predicting
+    page.click("#grove-run")
+    page.locator("#grove-caption .grove-caption").wait_for(timeout=300_000)

@@ -82,3 +82,31 @@ def test_two_requests_at_once_queue_and_keep_their_own_outputs(predictor, clips,
             thread.join()
         assert [r.predictions_path.read_text() for r in results] == alone
         assert results[0].predictions_path.parent != results[1].predictions_path.parent
+
+
+class _Parsed(Exception):
+    pass
+
+
+def test_the_config_s_datasets_are_not_needed_to_serve_uploads(tiny_synthetic_root):
+    """The released model's config names iGround's files; the demo serves without them."""
+    from tests.fixtures.paths import ROOT
+    from webdemo.predictor import _LoadingCLI
+
+    class ParseOnly(_LoadingCLI):
+        def instantiate_classes(self) -> None:
+            raise _Parsed(self.config[self.config.subcommand])
+
+    clip = sorted((tiny_synthetic_root / "videos").glob("synthtest*.mp4"))[0]
+    with pytest.raises(_Parsed) as parsed:
+        ParseOnly(subclass_mode_model=True, subclass_mode_data=True, parser_kwargs={"parser_mode": "omegaconf"},
+                  args=["predict", "--config", str(ROOT / "configs" / "official" / "grove.yaml"),
+                        f"--data.init_args.videos={clip}", "--model.init_args.global_encoder.checkpoint=null",
+                        "--model.init_args.grounding_encoder.checkpoint=null",
+                        "--model.init_args.decoder.checkpoint=null",
+                        "--model.init_args.language_model.path=null",
+                        "--model.init_args.language_model.tokenizer_path=null"],
+                  run=True)
+    data = parsed.value.args[0].data.init_args
+    assert data.train_annotations is None and data.test_annotations is None and data.video_root is None
+    assert data.videos == str(clip)

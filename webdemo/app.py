@@ -24,6 +24,8 @@ THEME = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monos
 CSS = """
 .grove-caption { font-size: 1.15em; line-height: 1.9; }
 #grove-status.grove-error, #grove-status .grove-error { color: #b00020; }
+/* small videos: the frame is drawn at its own size and shown enlarged, pixels kept sharp */
+#grove-frame img { min-height: 320px; width: auto; object-fit: contain; image-rendering: pixelated; }
 """
 
 

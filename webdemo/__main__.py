@@ -10,6 +10,7 @@ import core  # noqa: F401
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -31,13 +32,19 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     return parser.parse_known_args(argv)
 
 
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     args, overrides = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     for path in [*args.config, args.ckpt_path]:
         if not Path(path).is_file():
             sys.exit(f"python -m webdemo: {path} is not a file")
+    signal.signal(signal.SIGTERM, _stop)  # a terminated server cleans up like an interrupted one
     with Workspace() as workspace:
+        logging.getLogger("webdemo").info("temporary folder %s (removed when the server stops)", workspace.root)
         # Gradio keeps uploads and served files in its cache: inside the workspace, removed with it
         os.environ["GRADIO_TEMP_DIR"] = str(workspace.uploads_dir)
         from webdemo.app import CSS, THEME, build_app

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import urllib.request
 from pathlib import Path
@@ -28,8 +29,9 @@ pytestmark = pytest.mark.slow
 def server(tiny_checkpoint, tmp_path):
     args = ["--config", str(ROOT / "configs" / "demo.yaml"), "--ckpt_path", str(tiny_checkpoint), "--samples", "1",
             *TINY_MODEL_ARGS]
-    with demo_server(args, tmp_path / "server.log", module="tests.webdemo.fixed_caption_server") as running:
-        yield running
+    log = tmp_path / "server.log"
+    with demo_server(args, log, module="tests.webdemo.fixed_caption_server") as (url, process):
+        yield url, process, log
 
 
 @pytest.fixture
@@ -43,7 +45,7 @@ def page():
 
 def test_upload_predict_download_and_a_corrupt_upload(server, page, tiny_synthetic_root, tiny_checkpoint,
                                                       tmp_path, monkeypatch):
-    url, process = server
+    url, process, log = server
     clip = sorted((tiny_synthetic_root / "videos").glob("synthtest*.mp4"))[0]
     seconds = upload_and_predict(page, url, clip)
     print(f"upload to result: {seconds:.1f} s (2-s clip, demo-size model trained 3 steps, 6 new tokens)")
@@ -85,3 +87,8 @@ def test_upload_predict_download_and_a_corrupt_upload(server, page, tiny_synthet
     upload(page, url, clip)  # and still predicting
     page.click("#grove-run")
     page.locator("#grove-caption .grove-caption").wait_for(timeout=300_000)
+
+    process.terminate()  # stopping the server removes its uploads and results
+    assert process.wait(timeout=60) == 0
+    (workspace,) = re.findall(r"temporary folder (\S+) \(removed", log.read_text())
+    assert not Path(workspace).exists()

@@ -1,6 +1,7 @@
 """The page: Gradio components and the handlers that fill them from a :class:`webdemo.results.DemoResult`."""
 from __future__ import annotations
 
+import html
 import logging
 from pathlib import Path
 from typing import Any, Sequence
@@ -29,9 +30,9 @@ CSS = """
 """
 
 
-
 def error_markdown(message: str) -> str:
-    return f'<div class="grove-error" role="alert">⚠️ {message}</div>'
+    """A message for the page (escaped: file names come from the person uploading)."""
+    return f'<div class="grove-error" role="alert">⚠️ {html.escape(message)}</div>'
 
 
 def clip_view(result: DemoResult | None, index: int) -> tuple[str, Any, dict, Any, str, str]:

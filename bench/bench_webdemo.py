@@ -5,7 +5,8 @@ caption appearing in the page (upload, decoding, caption generation, grounding o
 frames, drawing the annotated MP4, page update); the server's own prediction time is read from
 the status line.
 
-    PYTHONPATH=. .venv/bin/python bench/bench_webdemo.py [--ckpt_path CKPT] [--repeats 3] [--key=value ...]
+    PYTHONPATH=. .venv/bin/python bench/bench_webdemo.py [--ckpt_path CKPT] [--repeats 3] [--screenshot PNG]
+        [--key=value ...]
 
 Without ``--ckpt_path`` it takes the newest best checkpoint of ``make demo`` (runs/demo/), else a
 randomly initialised demo-size model with random towers (said in the output).
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"))
     parser.add_argument("--ckpt_path", default=None)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--screenshot", default=None, help="save a PNG of the last result page here")
     args, overrides = parser.parse_known_args(argv)
     from webdemo.browser import chromium_page, demo_server, upload_and_predict
     from webdemo.samples import write_samples
@@ -66,6 +68,12 @@ def main(argv: list[str] | None = None) -> dict:
                 match = re.search(r"predicted in ([0-9.]+) s", status)
                 server.append(float(match.group(1)) if match else None)
                 caption = page.inner_text("#grove-caption")
+            if args.screenshot:  # three quarters into the clip, in the frame view and the video
+                page.locator("#grove-frame-slider input[type=range]").fill("30")
+                page.wait_for_function("() => document.querySelector('#grove-frame-label').innerText.includes('31 of')")
+                page.eval_on_selector("#grove-annotated video", "v => { v.currentTime = 6.0; }")
+                page.wait_for_timeout(1500)
+                page.screenshot(path=args.screenshot, full_page=True)
     report = {"checkpoint": ckpt, "model": model, "clip": "8 s synthetic, 128x128, 25 fps (1 clip, 40 grid frames)",
               "upload_to_result_s": seconds, "server_predict_s": server, "caption": caption.strip(),
               "ground_truth_caption": sample.caption}

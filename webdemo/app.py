@@ -182,5 +182,6 @@ def build_app(predictor: DemoPredictor, workspace: Workspace, samples: Sequence[
                   concurrency_limit=1, concurrency_id="predict")
         clips.input(clip_view, inputs=[state, clips],
                     outputs=[caption, plot, frame_slider, frame_image, frame_label, judged])
-        frame_slider.release(frame_view, inputs=[state, clips, frame_slider], outputs=[frame_image, frame_label])
+        frame_slider.input(frame_view, inputs=[state, clips, frame_slider], outputs=[frame_image, frame_label],
+                           trigger_mode="always_last")
     return demo

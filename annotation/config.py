@@ -12,6 +12,8 @@ plus that backend's options), ``llm`` (the chat model Stages 2 and 3 share when 
 """
 from __future__ import annotations
 
+from core.dict_merge import merge_dicts
+
 import copy
 import inspect
 from pathlib import Path
@@ -44,13 +46,6 @@ SECTION_KEYS = {
 
 class ConfigError(ValueError):
     """The config names an unknown key or backend, or a wrong value; the message names files and key."""
-
-
-def _merge(base: dict, update: dict) -> dict:
-    out = dict(base)
-    for k, v in update.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
-    return out
 
 
 def backend_classes() -> dict[str, dict[str, type]]:
@@ -137,9 +132,9 @@ def load_config(paths: Sequence[str | Path], overrides: dict | None = None) -> d
                 if (not isinstance(config.get(section), dict)
                         or config[section].get("backend") != data[section]["backend"]):
                     config[section] = {}
-        config = _merge(config, data)
+        config = merge_dicts(config, data)
     if overrides:
-        config = _merge(config, overrides)
+        config = merge_dicts(config, overrides)
     return validate(config, ", ".join(str(p) for p in paths) or "<defaults>")
 
 

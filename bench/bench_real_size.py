@@ -1,4 +1,4 @@
-"""One GROVE training step at real encoder sizes on the CPU: time and peak memory, next to the memory model.
+"""One GROVE training step at real encoder sizes on the CPU: time and peak memory, next to the memory estimator.
 
     python bench/bench_real_size.py [--config configs/official/grove.yaml] [--frames 8] [--llm-layers 2]
                                     [--no-checkpointing] [--steps 2] [--threads 2]
@@ -9,8 +9,8 @@ vocabulary (hidden 4096, 32,010 tokens), the box decoder and heads. One sample (
 of ``--frames`` frames with a grounded-caption prompt (576 video tokens, phrases ending in
 [DET]) and random box targets goes through GroveModule's training loss, backward and an AdamW
 step on the parameter groups the config trains. Step 1 also allocates the optimizer state; the
-later steps are the steady state that the memory model describes. Peak memory is the process's
-peak resident set; the prediction is lightning_modules/memory_model.py's "single" engine (no
+later steps are the steady state that the memory estimator describes. Peak memory is the process's
+peak resident set; the prediction is tools/memory_estimator.py's "single" engine (no
 sharding, weights in their stored dtype, no autocast) plus the process's resident set before
 the model was built.
 """
@@ -26,7 +26,8 @@ from pathlib import Path
 import psutil
 import torch
 
-from lightning_modules.memory_model import (
+from models.configs import read_stacked_yaml
+from tools.memory_estimator import (
     GIB,
     ParameterSummary,
     Workload,
@@ -35,7 +36,6 @@ from lightning_modules.memory_model import (
     build_meta_module,
     estimate,
 )
-from models.configs import read_stacked_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -144,7 +144,7 @@ def main(argv=None) -> dict:
     print("step times: " + ", ".join(f"{t:.1f} s" for t in times))
     print(f"resident memory: before the model {baseline / GIB:.2f} GiB, with the model "
           f"{after_build / GIB:.2f} GiB, peak {peak_rss() / GIB:.2f} GiB")
-    print(f"memory model: weights {fixed.weights / GIB:.2f} + gradients {fixed.gradients / GIB:.2f} + optimizer "
+    print(f"memory estimator: weights {fixed.weights / GIB:.2f} + gradients {fixed.gradients / GIB:.2f} + optimizer "
           f"{fixed.optimizer / GIB:.2f} + activations {predicted_acts / GIB:.2f} + before-model "
           f"{baseline / GIB:.2f} = {predicted_peak / GIB:.2f} GiB (measured/predicted "
           f"{peak_rss() / predicted_peak:.2f})")

@@ -1,6 +1,8 @@
 """Lightning callbacks: evaluation, prediction writing, data-health reporting."""
 import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)
 
+# Short names (``package.Class``) for run configs saved before configs named each class by its
+# module; configs and docs name classes as ``package.module.Class``.
 from callbacks.annotated_video_writer import AnnotatedVideoWriter  # noqa: F401
 from callbacks.cpu_threads import CpuThreads  # noqa: F401
 from callbacks.grounded_evaluation import GroundedEvaluation  # noqa: F401

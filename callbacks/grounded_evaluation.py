@@ -1,7 +1,7 @@
 """Evaluates generated grounded captions at validation/test and logs ``val/*`` / ``test/*`` metrics.
 
 The LightningModule returns predictions (in the predictions-file format) from its eval steps;
-this callback feeds them to a :class:`metrics.GroundedCaptionMetrics` (references taken from the
+this callback feeds them to a :class:`metrics.grounded_caption_metric.GroundedCaptionMetrics` (references taken from the
 DataModule's records by clip key), logs AP50 / mIoU / recall at video and frame level, METEOR,
 CIDEr, BLEU-4, ROUGE-L and CAPTURE, and writes a JSON report per evaluation into the run folder.
 ``invalid`` chooses what a predicted box that cannot be right does (:mod:`metrics.prediction_validation`):

@@ -61,8 +61,10 @@ def load_state_dict_file(path: str | Path, key: str | None = None) -> dict[str, 
         obj = read_torchscript_tensors(path, key)
     else:
         obj = _torch_load_weights_only(path, where)
-    if isinstance(obj, dict) and isinstance(obj.get("state_dict"), dict):
-        obj = obj["state_dict"]
+    for nested in ("state_dict", "model"):  # Lightning checkpoints; ViCLIP's release keeps the model under "model"
+        if isinstance(obj, dict) and isinstance(obj.get(nested), dict):
+            obj = obj[nested]
+            break
     if not isinstance(obj, dict):
         raise WeightFileError(f"{where}: holds a {type(obj).__name__}, not a state dict of tensors")
     bad = [k for k, v in obj.items() if not isinstance(k, str) or not isinstance(v, torch.Tensor)]

@@ -32,8 +32,11 @@ class GroundedVideoDataModule(L.LightningDataModule):
         val_video_root / test_video_root: other roots for those splits (e.g. pre-train on
             HowToGround1M, validate on iGround); default ``video_root``.
         num_frames: T, frames per sample (and per inference window).
-        global_image_size / global_resize: CLIP input size and resize mode.
+        global_image_size / global_resize: CLIP input size and resize mode
+            (:mod:`datamodules.transforms`; ``clip`` is the released GROVE's, exactly).
         grounding_image_size: SAM input size (longest side, padded square).
+        grounding_resize: ``float`` (torch, whole clip at once) or ``sam`` (PIL on 8-bit frames,
+            SAM's ResizeLongestSide as the released GROVE runs it).
         eval_all_frames: evaluation samples hold every annotated frame (for dense grounding).
         on_corrupt: ``skip`` (count and report) or ``raise`` for missing/corrupt videos.
         prompter: the model's text prompter; linked from the model by the CLI, not configured here.
@@ -59,6 +62,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
         global_image_size: int = 336,
         global_resize: str = "squash",
         grounding_image_size: int = 512,
+        grounding_resize: str = "float",
         eval_all_frames: bool = True,
         max_redraws: int = 10,
         seed: int = 0,
@@ -107,7 +111,8 @@ class GroundedVideoDataModule(L.LightningDataModule):
             records, root, num_frames=hp.num_frames, train=split == "train",
             all_frames=hp.eval_all_frames, seed=hp.seed, max_redraws=hp.max_redraws,
             global_image_size=hp.global_image_size, global_resize=hp.global_resize,
-            grounding_image_size=hp.grounding_image_size, on_error=hp.on_corrupt,
+            grounding_image_size=hp.grounding_image_size, grounding_resize=hp.get("grounding_resize", "float"),
+            on_error=hp.on_corrupt,
         )
         # a sample spread over the split (records read lazily, one file each, get a smaller one)
         checked, missing = dataset.missing_videos(1000 if isinstance(records, list) else 100)
@@ -162,6 +167,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
             hp.videos, clip_seconds=hp.video_clip_seconds, stride_seconds=hp.video_clip_stride_seconds,
             on_error=hp.on_corrupt, num_frames=hp.num_frames, global_image_size=hp.global_image_size,
             global_resize=hp.global_resize, grounding_image_size=hp.grounding_image_size,
+            grounding_resize=hp.get("grounding_resize", "float"),
         )
 
 

@@ -8,7 +8,7 @@ generated from. Frames are given twice, preprocessed for each encoder; targets a
 
 A missing or corrupt video never kills a long run by default: in training the sample is replaced
 by the next clip, in evaluation it is dropped, and either way the batch carries ``skipped`` entries
-(key and reason) that :class:`callbacks.SkippedVideoReport` counts and reports once per epoch.
+(key and reason) that :class:`callbacks.skipped_videos.SkippedVideoReport` counts and reports once per epoch.
 """
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ class GroundedClipDataset(Dataset):
         global_image_size: int = 336,
         global_resize: str = "squash",
         grounding_image_size: int = 512,
+        grounding_resize: str = "float",
         on_error: str = "skip",
         max_substitutions: int = 10,
     ):
@@ -66,6 +67,7 @@ class GroundedClipDataset(Dataset):
         self.global_image_size = global_image_size
         self.global_resize = global_resize
         self.grounding_image_size = grounding_image_size
+        self.grounding_resize = grounding_resize
         self.on_error = on_error
         self.max_substitutions = max_substitutions
 
@@ -155,7 +157,7 @@ class GroundedClipDataset(Dataset):
             "key": record.key,
             "video_fname": record.video_fname,
             "global_frames": preprocess_global(frames, self.global_image_size, self.global_resize),
-            "grounding_frames": preprocess_grounding(frames, self.grounding_image_size),
+            "grounding_frames": preprocess_grounding(frames, self.grounding_image_size, self.grounding_resize),
             "boxes": boxes * present_t.unsqueeze(-1),
             "present": present_t,
             "phrases": slot_phrases,

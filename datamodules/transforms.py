@@ -1,10 +1,18 @@
 """Frame preprocessing for the two encoders, batched over a clip's frames.
 
-Global encoder (CLIP): resize to a square ``image_size`` (``squash``, ``center_crop``, ``pad`` or
-``clip``) and normalise with CLIP's mean/std. ``clip`` is CLIPImageProcessor's geometry, which the
-released GROVE uses: the shortest side to ``image_size`` (the longer one truncated to an integer),
-bicubic, then a centre crop whose offsets round down. Grounding encoder (SAM): resize the longest side to
-``image_size``, normalise with SAM's pixel mean/std, pad bottom-right to a square, as SAM does.
+Global encoder (CLIP): resize to a square ``image_size`` (``squash``, ``center_crop``, ``pad``,
+``clip`` or ``clip_torch``) and normalise with CLIP's mean/std. ``clip`` is CLIPImageProcessor,
+which the released GROVE uses: the shortest side to ``image_size`` (the longer one truncated to
+an integer) with PIL's bicubic on 8-bit frames, then a centre crop whose offsets round down; it
+gives the released model's pixels exactly. ``clip_torch`` is the same geometry with torch's bicubic
+on the whole clip at once (rounded to grey levels): a fifth of the values a grey level or more
+off PIL's, tens on noise (docs/official_grove.md gives the measured difference).
+
+Grounding encoder (SAM): resize the longest side to ``image_size``, normalise with SAM's pixel
+mean/std, pad bottom-right to a square, as SAM does. ``grounding_resize``: ``float`` resizes the
+clip at once in floating point (torch, bilinear with antialiasing); ``sam`` is SAM's
+``ResizeLongestSide`` as the released GROVE runs it: PIL's bilinear on 8-bit frames, so the
+resized pixels are whole grey levels.
 Boxes stay normalised to the source frame, so neither transform changes the targets.
 """
 from __future__ import annotations
@@ -17,7 +25,8 @@ CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 SAM_MEAN = (123.675, 116.28, 103.53)  # on 0..255 pixels
 SAM_STD = (58.395, 57.12, 57.375)
-RESIZE_MODES = ("squash", "center_crop", "pad", "clip")
+RESIZE_MODES = ("squash", "center_crop", "pad", "clip", "clip_torch")
+GROUNDING_RESIZE_MODES = ("float", "sam")
 
 
 def _to_tensor(frames: np.ndarray | torch.Tensor) -> torch.Tensor:
@@ -26,6 +35,30 @@ def _to_tensor(frames: np.ndarray | torch.Tensor) -> torch.Tensor:
     if t.ndim != 4 or t.shape[-1] != 3:
         raise ValueError(f"expected frames of shape (N, H, W, 3), got {tuple(t.shape)}")
     return t.permute(0, 3, 1, 2).float()
+
+
+def _pil_resize(frames, size: tuple[int, int], resample: str) -> torch.Tensor:
+    """8-bit frames ``(N, H, W, 3)`` resized one by one with PIL -> ``(N, 3, h, w)`` float32 in 0..255
+    (whole grey levels, as PIL writes them). The released preprocessing is PIL's, frame by frame."""
+    from PIL import Image
+
+    array = frames.numpy() if isinstance(frames, torch.Tensor) else np.asarray(frames)
+    if array.ndim != 4 or array.shape[-1] != 3 or array.dtype != np.uint8:
+        raise ValueError(f"expected uint8 frames of shape (N, H, W, 3), got {array.dtype} {array.shape}")
+    h, w = size
+    filt = Image.Resampling.BICUBIC if resample == "bicubic" else Image.Resampling.BILINEAR
+    if (h, w) == array.shape[1:3]:
+        resized = array
+    else:
+        resized = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(f)).resize((w, h), filt)) for f in array])
+    return torch.from_numpy(resized).permute(0, 3, 1, 2).float()
+
+
+def _clip_size(h: int, w: int, image_size: int) -> tuple[int, int]:
+    """CLIPImageProcessor's resize: shortest side to ``image_size``, the other truncated."""
+    short, long = (h, w) if h <= w else (w, h)
+    size = (image_size, int(image_size * long / short))
+    return size if h <= w else size[::-1]
 
 
 def _resize(x: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
@@ -38,6 +71,10 @@ def preprocess_global(frames, image_size: int, mode: str = "squash") -> torch.Te
     """Frames for the global (CLIP) encoder: (N, 3, image_size, image_size), CLIP-normalised."""
     if mode not in RESIZE_MODES:
         raise ValueError(f"global resize mode must be one of {RESIZE_MODES}, got {mode!r}")
+    if mode == "clip":
+        h, w = np.shape(frames)[1:3]
+        x = _pil_resize(frames, _clip_size(h, w, image_size), "bicubic")
+        return _clip_normalise(_centre_crop(x, image_size))
     x = _to_tensor(frames)
     h, w = x.shape[-2:]
     if mode == "squash":
@@ -48,27 +85,38 @@ def preprocess_global(frames, image_size: int, mode: str = "squash") -> torch.Te
         x = _resize(x, (nh, nw))
         top, left = (nh - image_size) // 2, (nw - image_size) // 2
         x = x[..., top:top + image_size, left:left + image_size]
-    elif mode == "clip":
-        short, long = (h, w) if h <= w else (w, h)
-        size = (image_size, int(image_size * long / short))
-        nh, nw = size if h <= w else size[::-1]
+    elif mode == "clip_torch":
+        nh, nw = _clip_size(h, w, image_size)
         if (nh, nw) != (h, w):
             # PIL's bicubic resamples 0..255 values and rounds them to integers
             x = F.interpolate(x, size=(nh, nw), mode="bicubic", align_corners=False, antialias=True)
             x = x.round().clamp(0, 255)
-        top, left = (nh - image_size) // 2, (nw - image_size) // 2
-        x = x[..., top:top + image_size, left:left + image_size]
+        x = _centre_crop(x, image_size)
     else:
         x = _pad_square(_resize_longest(x, image_size), image_size, value=0.0)
+    return _clip_normalise(x)
+
+
+def _centre_crop(x: torch.Tensor, image_size: int) -> torch.Tensor:
+    nh, nw = x.shape[-2:]
+    top, left = (nh - image_size) // 2, (nw - image_size) // 2
+    return x[..., top:top + image_size, left:left + image_size]
+
+
+def _clip_normalise(x: torch.Tensor) -> torch.Tensor:
     mean = torch.tensor(CLIP_MEAN).view(1, 3, 1, 1) * 255.0
     std = torch.tensor(CLIP_STD).view(1, 3, 1, 1) * 255.0
     return ((x - mean) / std).contiguous()
 
 
-def _resize_longest(x: torch.Tensor, image_size: int) -> torch.Tensor:
-    h, w = x.shape[-2:]
+def _longest_side_size(h: int, w: int, image_size: int) -> tuple[int, int]:
+    """SAM's ResizeLongestSide target: the longest side to ``image_size``, the other rounded half up."""
     scale = image_size / max(h, w)
-    return _resize(x, (max(1, int(h * scale + 0.5)), max(1, int(w * scale + 0.5))))
+    return max(1, int(h * scale + 0.5)), max(1, int(w * scale + 0.5))
+
+
+def _resize_longest(x: torch.Tensor, image_size: int) -> torch.Tensor:
+    return _resize(x, _longest_side_size(*x.shape[-2:], image_size))
 
 
 def _pad_square(x: torch.Tensor, image_size: int, value: float) -> torch.Tensor:
@@ -76,9 +124,18 @@ def _pad_square(x: torch.Tensor, image_size: int, value: float) -> torch.Tensor:
     return F.pad(x, (0, image_size - w, 0, image_size - h), value=value)
 
 
-def preprocess_grounding(frames, image_size: int) -> torch.Tensor:
-    """Frames for the grounding (SAM) encoder: longest side to ``image_size``, SAM-normalised, padded."""
-    x = _resize_longest(_to_tensor(frames), image_size)
+def preprocess_grounding(frames, image_size: int, mode: str = "float") -> torch.Tensor:
+    """Frames for the grounding (SAM) encoder: longest side to ``image_size``, SAM-normalised, padded.
+
+    ``mode``: ``float`` (torch, the whole clip at once) or ``sam`` (PIL on 8-bit frames, as SAM's
+    ``ResizeLongestSide`` and the released GROVE).
+    """
+    if mode not in GROUNDING_RESIZE_MODES:
+        raise ValueError(f"grounding resize mode must be one of {GROUNDING_RESIZE_MODES}, got {mode!r}")
+    if mode == "sam":
+        x = _pil_resize(frames, _longest_side_size(*np.shape(frames)[1:3], image_size), "bilinear")
+    else:
+        x = _resize_longest(_to_tensor(frames), image_size)
     mean = torch.tensor(SAM_MEAN).view(1, 3, 1, 1)
     std = torch.tensor(SAM_STD).view(1, 3, 1, 1)
     # Pad after normalising, with zeros, exactly as SAM's preprocess does.

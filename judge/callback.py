@@ -63,9 +63,9 @@ class VCInspectorScore(Callback):
     def load_judge(self, device: torch.device):
         if self.judge is None:
             if self.judge_checkpoint is not None:
-                from judge.module import JudgeModule
+                from judge.loading import load_judge
 
-                self.judge = JudgeModule.load_from_checkpoint(self.judge_checkpoint, map_location="cpu").judge
+                self.judge = load_judge(self.judge_checkpoint).judge
             else:
                 from judge.model import VCInspectorJudge
 

@@ -1,4 +1,4 @@
-"""The judge's user commands (``python -m judge {corrupt,score,foil,refine}``): argument parsing and wiring.
+"""The judge's user commands (``python -m judge {corrupt,score,predictions,foil,refine}``): argument parsing and wiring.
 
 ``corrupt`` writes the judge's training data (:mod:`judge.corruption.generator`, its own options).
 
@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import torch
 
+from datamodules.records import RecordError
 from judge.corruption.generator import main as generate_main
 from judge.corruption.generator import write_jsonl
 from judge.endpoint import EndpointJudge
@@ -30,7 +31,8 @@ from judge.pairs import (
 )
 from judge.readers import read_judge_jsonl
 from judge.refinement import VisionLanguageCaptioner, refine_captions
-from judge.scoring import score_foil_pairs, score_pairs
+from judge.scoring import judge_report, score_foil_pairs, score_pairs
+from metrics.evaluate import ON_CORRUPT, load_predictions, read_ground_truth
 
 OVERRIDE_PREFIXES = ("--model.", "--data.", "--trainer.", "--seed_everything")
 
@@ -65,6 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     _judge_options(score)
     score.add_argument("--pairs", required=True, help="JSONL or CSV with video, caption (optional key, clip range)")
     score.add_argument("--out", required=True, help="output JSONL (resumed when it exists)")
+    predictions = commands.add_parser("predictions", help="reference-free score of a predictions file's captions")
+    _judge_options(predictions)
+    predictions.add_argument("--gt", required=True,
+                             help="ground-truth annotations (any layout metrics.evaluate reads): each clip's video")
+    predictions.add_argument("--pred", required=True, help="predictions JSON (the format `cli.py predict` writes)")
+    predictions.add_argument("--on_corrupt", default="skip", choices=ON_CORRUPT,
+                             help="an unreadable file in a GT folder: 'skip' (default; counted) or 'raise'")
+    predictions.add_argument("--out", required=True, help="output JSON report")
     foil = commands.add_parser("foil", help="hallucination accuracy on FOIL pairs")
     _judge_options(foil)
     source = foil.add_mutually_exclusive_group(required=True)
@@ -96,7 +106,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[str
     return args, extra
 
 
-def make_judge(args: argparse.Namespace, overrides: Sequence[str]) -> LoadedJudge:
+def make_judge(args: argparse.Namespace, overrides: Sequence[str], default_video_root: str | None = ".") -> LoadedJudge:
     chosen = [name for name in ("config", "judge", "endpoint") if getattr(args, name)]
     if len(chosen) != 1:
         raise SystemExit("error: give the judge as exactly one of --config, --judge or --endpoint")
@@ -110,7 +120,7 @@ def make_judge(args: argparse.Namespace, overrides: Sequence[str]) -> LoadedJudg
         loaded = load_judge(args.judge, base_model=args.base_model)
     loaded.num_frames = args.num_frames or loaded.num_frames
     loaded.max_new_tokens = args.max_new_tokens or loaded.max_new_tokens
-    loaded.video_root = args.video_root or loaded.video_root or "."
+    loaded.video_root = args.video_root or loaded.video_root or default_video_root
     return loaded
 
 
@@ -123,6 +133,25 @@ def run_score(args: argparse.Namespace, overrides: Sequence[str]) -> dict[str, A
     rows = read_pairs(args.pairs)
     loaded = make_judge(args, overrides)
     _, summary = score_pairs(loaded.judge, rows, args.out, **_settings(loaded, args))
+    return summary
+
+
+def run_predictions(args: argparse.Namespace, overrides: Sequence[str]) -> dict[str, Any]:
+    """The judge's mean score of a GROVE predictions file's captions, each on its ground-truth clip."""
+    try:
+        records, corrupt = read_ground_truth(args.gt, args.on_corrupt)
+        predictions = load_predictions(args.pred)
+    except (ValueError, RecordError, FileNotFoundError) as err:
+        raise SystemExit(f"error: {err}") from None
+    loaded = make_judge(args, overrides, default_video_root=None)
+    if loaded.video_root is None:
+        raise SystemExit("error: predictions needs --video_root (the folder of the ground-truth clips' videos)")
+    summary = judge_report(records, predictions, loaded.judge, loaded.video_root, num_frames=loaded.num_frames,
+                           batch_size=args.batch_size, max_new_tokens=loaded.max_new_tokens,
+                           progress=not args.no_progress)
+    summary["corrupt_ground_truth"] = corrupt
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(summary, indent=2))
     return summary
 
 
@@ -180,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> Any:
     args, overrides = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    run = {"score": run_score, "foil": run_foil, "refine": run_refine}[args.command]
+    run = {"score": run_score, "predictions": run_predictions, "foil": run_foil, "refine": run_refine}[args.command]
     summary = run(args, overrides)
     print(json.dumps(summary, indent=2))
     print(f"written to {args.out}")

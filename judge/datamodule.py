@@ -36,7 +36,8 @@ class JudgeDataModule(L.LightningDataModule):
             given it replaces ``test_file`` for ``test``, with ``vatex_video_root`` / ``vatex_video_template``.
         generate_from: ``{split: annotation path}``; a missing split file is generated from those
             records with :mod:`judge.corruption.generator` (``generator`` holds its options:
-            backend options, ``per_caption``, ``seed``, ``balance``, ``per_score``, ``balance_by_size``).
+            backend options, ``per_caption``, ``seed``, ``balance``, ``per_score``, ``balance_by_size``,
+            ``corrupt``: objects, actions or both, the VC-Inspector paper's Table 6 ablation).
         synthetic: when set, the built-in synthetic dataset is generated first (options of
             ``datamodules.synthetic.generate_synthetic_dataset``) under ``synthetic_root``.
         num_frames: frames sampled per clip (32 in the paper).
@@ -46,6 +47,8 @@ class JudgeDataModule(L.LightningDataModule):
             permutation). A control: a judge that really looks at the video loses its correlation,
             one that reads only the caption keeps it.
         on_corrupt: ``skip`` (count and report) or ``raise`` for a missing or undecodable video.
+        explanations: train on the score line and the explanation (the paper), or on the score line
+            alone (``false``: the paper's Table 7 ablation).
         prompter: the model's JudgePrompter; linked from the model by the CLI, not configured here.
     """
 
@@ -70,6 +73,7 @@ class JudgeDataModule(L.LightningDataModule):
         max_eval_rows: int | None = None,
         shuffle_eval_videos: bool = False,
         on_corrupt: str = "skip",
+        explanations: bool = True,
         prompter: Any = None,
     ):
         super().__init__()
@@ -93,8 +97,8 @@ class JudgeDataModule(L.LightningDataModule):
             if Path(out).exists():
                 continue
             options = dict(hp.generator or {})
-            run = {k: options.pop(k) for k in ("per_caption", "seed", "balance", "per_score", "balance_by_size")
-                   if k in options}
+            run_keys = ("per_caption", "seed", "balance", "per_score", "balance_by_size", "corrupt")
+            run = {k: options.pop(k) for k in run_keys if k in options}
             backend = make_backend(options.pop("backend", "rule"), **options)
             log.info("generating judge data %s from %s", out, annotation_file)
             build_judge_split(sources_from_records(read_records(annotation_file)), out, backend, **run)
@@ -134,7 +138,7 @@ class JudgeDataModule(L.LightningDataModule):
         if split != "train" and hp.shuffle_eval_videos:
             rows = shuffle_videos(rows, seed=0)
         return JudgeDataset(rows, root, self.prompter, num_frames=hp.num_frames, with_answer=True,
-                            cache_frames=hp.cache_frames, on_error=hp.on_corrupt)
+                            cache_frames=hp.cache_frames, on_error=hp.on_corrupt, explanations=hp.explanations)
 
     def _loader(self, split: str, train: bool) -> DataLoader:
         if split not in self.datasets:

@@ -40,7 +40,7 @@ class JudgeDataset(Dataset):
     """Rows -> encoded samples (frames decoded here; a missing or broken video is skipped and reported)."""
 
     def __init__(self, rows: Sequence[dict[str, Any]], video_root: str | Path, prompter: Any, num_frames: int = 32,
-                 with_answer: bool = True, cache_frames: int = 0, on_error: str = "skip"):
+                 with_answer: bool = True, cache_frames: int = 0, on_error: str = "skip", explanations: bool = True):
         if on_error not in ("skip", "raise"):
             raise ValueError(f"on_error must be 'skip' or 'raise', got {on_error!r}")
         self.rows = list(rows)
@@ -50,6 +50,7 @@ class JudgeDataset(Dataset):
         self.with_answer = with_answer
         self.cache_frames = cache_frames
         self.on_error = on_error
+        self.explanations = explanations
         self._cache: OrderedDict = OrderedDict()
 
     def __len__(self) -> int:
@@ -89,7 +90,7 @@ class JudgeDataset(Dataset):
             return {"skipped": (row["key"], f"{type(err).__name__}: {err}")}
         answer = None
         if self.with_answer and row.get("score") is not None:
-            answer = format_judge_answer(row["score"], row["explanation"])
+            answer = format_judge_answer(row["score"], row["explanation"] if self.explanations else None)
         # which caption words the corruption changed, when the row records it (the judge's error head)
         spans = substituted_spans(row) if self.with_answer else None
         sample = self.prompter.encode(frames, row["caption"], answer=answer, sampled_fps=sampled_fps,

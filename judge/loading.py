@@ -14,14 +14,14 @@ Nothing is downloaded: every path must exist locally. Checkpoints load with ``we
 """
 from __future__ import annotations
 
+from core.lightning_cli import GroveCLI, read_checkpoint
+
 import inspect
 import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
-
-import torch
 
 from judge.model import VCInspectorJudge
 
@@ -39,8 +39,6 @@ class LoadedJudge:
 
 
 def _judge_cli(configs: Sequence[str], overrides: Sequence[str]):
-    from cli import GroveCLI
-
     class ConfigOnlyCLI(GroveCLI):  # model and data from the config; no trainer, no run
         def instantiate_trainer(self, **kwargs):
             return None
@@ -50,16 +48,6 @@ def _judge_cli(configs: Sequence[str], overrides: Sequence[str]):
         warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
         return ConfigOnlyCLI(subclass_mode_model=True, subclass_mode_data=True, args=args, run=False,
                              parser_kwargs={"parser_mode": "omegaconf"}, save_config_callback=None)
-
-
-def read_checkpoint(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"judge checkpoint {path} does not exist")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001  (the weights-only unpickler names what it refused)
-        raise ValueError(f"{path}: not a weights-only loadable Lightning checkpoint ({err})") from None
 
 
 def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, overrides: Sequence[str] = (),
@@ -75,7 +63,7 @@ def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, override
         if not isinstance(module, JudgeModule):
             raise ValueError(f"{specs}: model.class_path is {type(module).__name__}, not a JudgeModule")
         if ckpt_path is not None:
-            state = read_checkpoint(ckpt_path)["state_dict"]
+            state = read_checkpoint(ckpt_path, "judge checkpoint")["state_dict"]
             module.load_state_dict(state, strict=module.strict_loading)
         data = getattr(cli.datamodule, "hparams", {}) or {}
         try:
@@ -84,7 +72,7 @@ def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, override
             video_root = None
         loaded = LoadedJudge(module.judge, int(data.get("num_frames", 32)), module.max_new_tokens, video_root)
     elif first.suffix == ".ckpt":
-        checkpoint = read_checkpoint(first)
+        checkpoint = read_checkpoint(first, "judge checkpoint")
         accepted = inspect.signature(JudgeModule).parameters
         hparams = {k: v for k, v in (checkpoint.get("hyper_parameters") or {}).items() if k in accepted}
         module = JudgeModule(**{**hparams, **judge_kwargs})

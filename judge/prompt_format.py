@@ -25,9 +25,10 @@ TEMPLATES = ("qwen", "plain")
 _SCORE_LINE = re.compile(r"^(?:score\s*[:=]?\s*)?([+-]?\d+)\s*(?:/\s*5)?\s*\.?$", re.IGNORECASE)
 
 
-def format_judge_answer(score: int, explanation: str) -> str:
-    """Prompt D.6's answer: the score line, a blank line, the explanation."""
-    return f"{int(score)}\n\n{explanation}"
+def format_judge_answer(score: int, explanation: str | None) -> str:
+    """Prompt D.6's answer: the score line, a blank line, the explanation; the score line alone when
+    ``explanation`` is None (training without explanations, VC-Inspector paper Table 7)."""
+    return f"{int(score)}" if explanation is None else f"{int(score)}\n\n{explanation}"
 
 
 class JudgeAnswer(NamedTuple):

@@ -1,4 +1,4 @@
-"""Readers of the judge's data files: judge JSONL rows, ActivityNet Captions, VATEX-Eval ratings.
+"""Readers of the judge's data files: judge JSONL rows, ActivityNet Captions, YouCook2, VATEX-Eval ratings.
 
 Row format (one JSON object per line; what :func:`judge.corruption.generator.write_jsonl` writes):
 ``key``, ``video`` (relative to ``video_root``), ``caption``; optional ``score`` (1..5) and
@@ -102,6 +102,40 @@ def read_activitynet_captions(path: str | Path, video_template: str = "{video_id
                 raise JudgeDataError(f"{where}: sentences[{k}] must be a non-empty string")
             sources.append(CaptionSource(key=f"{video_id}_{k}", video=video_template.format(video_id=video_id),
                                          caption=sentence.strip(), start_s=start, end_s=end))
+    return sources
+
+
+def read_youcook2_captions(path: str | Path, subset: str | None = "validation",
+                           video_template: str = "{video_id}.mp4") -> list[CaptionSource]:
+    """YouCook2 segment captions (``youcookii_annotations_trainval.json``: ``{"database": {video_id:
+    {"subset", "duration", "annotations": [{"id", "segment": [s, e], "sentence"}]}}}``) as generator
+    sources keyed ``{video_id}_{segment id}``, of one ``subset`` (None: all)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise JudgeDataError(f"{path}: cannot read YouCook2 annotations JSON ({err})") from None
+    database = data.get("database") if isinstance(data, dict) else None
+    if not isinstance(database, dict):
+        raise JudgeDataError(f"{path}: expected {{'database': {{video_id: {{...}}}}}}")
+    sources = []
+    for video_id, entry in database.items():
+        where = f"{path}, video '{video_id}'"
+        if subset is not None and entry.get("subset") != subset:
+            continue
+        if not isinstance(entry.get("annotations"), list):
+            raise JudgeDataError(f"{where}: missing list 'annotations'")
+        for k, ann in enumerate(entry["annotations"]):
+            segment, sentence = ann.get("segment"), ann.get("sentence")
+            if not (isinstance(segment, list) and len(segment) == 2 and segment[0] < segment[1]):
+                raise JudgeDataError(f"{where}, annotation {k}: 'segment' must be [start, end] seconds")
+            if not isinstance(sentence, str) or not sentence.strip():
+                raise JudgeDataError(f"{where}, annotation {k}: 'sentence' must be a non-empty string")
+            sources.append(CaptionSource(key=f"{video_id}_{ann.get('id', k)}",
+                                         video=video_template.format(video_id=video_id), caption=sentence.strip(),
+                                         start_s=float(segment[0]), end_s=float(segment[1])))
+    if not sources:
+        raise JudgeDataError(f"{path}: no captions in subset {subset!r}")
     return sources
 
 

@@ -13,13 +13,13 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning_modules.schedules import build_scheduler
 from metrics.teacher_forced import TeacherForcedGrounding
 from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
-from models.grove import Grove
+from models.grove import TEXT_PROTOCOLS, Grove
 from models.inference import WINDOW_MODES
 from models.loss import GroveLoss
 
 # Evaluation settings: excluded from the saved hyper-parameters, so that with --ckpt_path the
 # command line decides them rather than the checkpoint.
-EVAL_SETTINGS = ("objectness_threshold", "objectness_strict", "max_new_tokens", "window_mode")
+EVAL_SETTINGS = ("objectness_threshold", "objectness_strict", "max_new_tokens", "window_mode", "text_protocol")
 
 
 def _default_optimizer(params):
@@ -46,6 +46,12 @@ class GroveModule(L.LightningModule):
             (:mod:`models.inference`): ``official`` (the released code's windows, caption from the
             central one), ``interleaved`` (window w takes every W-th frame, the spacing training
             saw; caption from the segment centres) or ``contiguous`` (consecutive frames).
+        text_protocol: how the generated caption is grounded and scored (:meth:`models.grove.Grove.predict`):
+            ``project`` (parsed and re-tokenised once for every window) or ``official`` (the
+            released inference: the caption window grounded on the generated ids, the others on
+            the re-tokenised released decode; the released caption string is scored).
+        target_text: ``as_is`` or ``official`` (targets lower-cased, surrounding quotes stripped,
+            as the released datasets build them; :func:`models.prompting.official_target_text`).
         train_rel_pos: also train the relative position tables of SAM's global-attention blocks
             (the released GROVE does).
         optimizer / lr_scheduler: set from the config (AdamW, warm-up + linear decay by default).
@@ -77,17 +83,22 @@ class GroveModule(L.LightningModule):
         objectness_strict: bool = False,
         max_new_tokens: int = 64,
         window_mode: str = "interleaved",
+        text_protocol: str = "project",
+        target_text: str = "as_is",
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
     ):
         super().__init__()
         if window_mode not in WINDOW_MODES:
             raise ValueError(f"model.window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")
+        if text_protocol not in TEXT_PROTOCOLS:
+            raise ValueError(f"model.text_protocol must be one of {TEXT_PROTOCOLS}, got {text_protocol!r}")
         self.save_hyperparameters(ignore=list(EVAL_SETTINGS))
         self.objectness_threshold = float(objectness_threshold)
         self.objectness_strict = bool(objectness_strict)
         self.max_new_tokens = int(max_new_tokens)
         self.window_mode = window_mode
+        self.text_protocol = text_protocol
         # predict_step also returns every phrase's objectness on every frame (the web demo's plot)
         self.report_objectness = False
         self.optimizer_factory = optimizer
@@ -95,7 +106,8 @@ class GroveModule(L.LightningModule):
         self.model = Grove(global_encoder, grounding_encoder, language_model, decoder)
         self.criterion = GroveLoss(ce_weight, giou_weight, l1_weight, objectness_weight,
                                    use_objectness=decoder.use_objectness)
-        self.prompter = self.model.make_prompter(sample_question=sample_question, template=chat_template)
+        self.prompter = self.model.make_prompter(sample_question=sample_question, template=chat_template,
+                                                 target_text=target_text)
         self.model.prompter = self.prompter  # one prompter for training, generation and the data pipeline
         self.apply_freezing()
         # teacher-forced diagnostics per evaluation stage (metrics.teacher_forced): summed counts,
@@ -208,7 +220,7 @@ class GroveModule(L.LightningModule):
             return {"predictions": {}, "skipped": batch["skipped"]}
         out = self.predict_raw(batch)
         result = {"predictions": self.format_predictions(batch, out.tagged_captions, out.phrases, out.boxes,
-                                                         out.scores),
+                                                         out.scores, out.captions),
                   "skipped": batch["skipped"]}
         if self.report_objectness:
             result["objectness"] = self.objectness_by_clip(batch, out.phrases, out.scores)
@@ -222,12 +234,12 @@ class GroveModule(L.LightningModule):
         return self.model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"],
                                   window=batch["caption_positions"].shape[1], window_mode=self.window_mode,
                                   caption_positions=batch["caption_positions"], captions=captions,
-                                  max_new_tokens=self.max_new_tokens)
+                                  max_new_tokens=self.max_new_tokens, text_protocol=self.text_protocol)
 
     def predict_clips(self, batch: dict[str, Any]) -> dict[str, dict]:
         """Prediction-format dicts for the clips of a batch: caption, phrases and boxes on every frame."""
         out = self.predict_raw(batch)
-        return self.format_predictions(batch, out.tagged_captions, out.phrases, out.boxes, out.scores)
+        return self.format_predictions(batch, out.tagged_captions, out.phrases, out.boxes, out.scores, out.captions)
 
     @staticmethod
     def objectness_by_clip(batch, phrases, scores) -> dict[str, dict]:
@@ -239,8 +251,9 @@ class GroveModule(L.LightningModule):
                       "scores": scores[i][mask[i]][:, :len(phrases[i])].tolist()}
                 for i, key in enumerate(batch["keys"])}
 
-    def format_predictions(self, batch, tagged, phrases, boxes, scores) -> dict[str, dict]:
-        """Tensors -> prediction-format dicts: pixel xyxy boxes, kept where score >= objectness_threshold."""
+    def format_predictions(self, batch, tagged, phrases, boxes, scores, captions=None) -> dict[str, dict]:
+        """Tensors -> prediction-format dicts: pixel xyxy boxes, kept where score >= objectness_threshold;
+        ``captions`` (plain, to score) default to the tagged captions without their tags."""
         size = batch["size"].to(boxes.device).float()
         px = denormalize_boxes(cxcywh_to_xyxy(boxes), size[:, 0, None, None], size[:, 1, None, None])
         px = torch.minimum(px.clamp(min=0), torch.stack([size[:, 0], size[:, 1]] * 2, -1)[:, None, None])
@@ -263,7 +276,8 @@ class GroveModule(L.LightningModule):
                     "labels": [phrases[i][j] for j in sel],
                     "scores": [float(s) for s in scores[i, f, sel]],
                 })
-            out[key] = {"caption": strip_caption(tagged[i]), "tagged_caption": tagged[i],
+            caption = captions[i] if captions is not None else strip_caption(tagged[i])
+            out[key] = {"caption": caption, "tagged_caption": tagged[i],
                         "phrases": list(phrases[i]), "frames": frames}
         return out
 

@@ -107,7 +107,7 @@ def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "bot
                    caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
                    capture: bool = True, objectness_threshold: float | None = None,
                    protocol: str = "project", invalid: str = "error", on_corrupt: str = "skip",
-                   capture_conventions: str = "default") -> dict[str, Any]:
+                   capture_conventions: str = "default", capture_stop_words: str = "authors") -> dict[str, Any]:
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     records, corrupt = read_ground_truth(gt_path, on_corrupt)
@@ -118,7 +118,8 @@ def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "bot
     else:
         report = evaluate_predictions(records, preds, level, score_source, text_encoder, caption_metrics,
                                       capture, objectness_threshold, pred_source=str(pred_path), invalid=invalid,
-                                      capture_conventions=capture_conventions)
+                                      capture_conventions=capture_conventions,
+                                      capture_stop_words=capture_stop_words)
     report["corrupt_ground_truth"] = corrupt
     return report
 
@@ -174,7 +175,8 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
                          caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
                          capture: bool = True, objectness_threshold: float | None = None,
                          pred_source: str = "<memory>", invalid: str = "error",
-                         capture_conventions: Any = "default") -> dict[str, Any]:
+                         capture_conventions: Any = "default", capture_stop_words: Any = "authors",
+                         ) -> dict[str, Any]:
     """The evaluator on in-memory GT records (key -> record) and predictions (the JSON format predict writes).
 
     ``invalid``: ``error`` rejects a predicted box that cannot be right (naming clip, frame and
@@ -210,7 +212,8 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
     if capture:
         from metrics.capture import CaptureScorer
 
-        scored = CaptureScorer(text_encoder=text_encoder, conventions=capture_conventions).score(
+        scored = CaptureScorer(text_encoder=text_encoder, conventions=capture_conventions,
+                               stop_words=capture_stop_words).score(
             [chosen[k].get("caption", "") for k in keys], [[records[k].caption] for k in keys])
         results["CAPTURE"] = float(scored["CAPTURE"])
     return {"metrics": {k: float(v) for k, v in results.items()}, "num_clips": len(keys),
@@ -218,7 +221,8 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
             "invalid_predictions": validation.as_dict(),
             "settings": {"protocol": "project", "level": level, "score_source": score_source,
                          "objectness_threshold": objectness_threshold, "invalid": invalid,
-                         "capture_conventions": str(capture_conventions) if capture else None}}
+                         "capture_conventions": str(capture_conventions) if capture else None,
+                         "capture_stop_words": str(capture_stop_words) if capture else None}}
 
 
 def format_table(report: Mapping[str, Any]) -> str:
@@ -245,12 +249,6 @@ def format_table(report: Mapping[str, Any]) -> str:
     if report["ignored_predictions"]:
         lines.append(f"predicted clips not in the GT (ignored): {len(report['ignored_predictions'])}: "
                      + ", ".join(report["ignored_predictions"][:20]))
-    judge = report.get("judge")
-    if judge:
-        lines.append(f"VC-Inspector (reference-free, 1-5): {judge['vc_inspector']:.3f} "
-                     f"over {judge['vc_inspector_clips']} "
-                     f"captions ({judge['vc_inspector_unparsable']:.1%} unparsable, "
-                     f"{judge['vc_inspector_video_errors']} unreadable videos)")
     return "\n".join(lines)
 
 
@@ -272,34 +270,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--capture-conventions", default="default", choices=("default", "official", "project"),
                         help="CAPTURE scoring conventions (docs/metrics.md); 'default' scores as capture-metric "
                              "0.1.13 except its substring synonyms and order-dependent matching")
+    parser.add_argument("--capture-stop-words", default="authors", choices=("authors", "project"),
+                        help="CAPTURE's stop list: the authors' (from capture-metric 0.1.13, as published "
+                             "numbers) or the project's abstract_nouns.txt (docs/metrics.md)")
     parser.add_argument("--objectness-threshold", type=float, default=None,
                         help="drop predicted boxes scored below this before evaluating")
     parser.add_argument("--invalid", default="error", choices=INVALID_POLICIES,
                         help="predicted boxes that cannot be right: 'error' (default) or 'skip' (drop and count)")
     parser.add_argument("--on-corrupt", default="skip", choices=ON_CORRUPT,
                         help="an unreadable file in a GT folder: 'skip' (default; counted) or 'raise'")
-    parser.add_argument("--judge", default=None,
-                        help="add VC-Inspector's reference-free score of the predicted captions: a judge config, "
-                             "a judge .ckpt, or a released (merged or LoRA) folder (docs/judge.md)")
-    parser.add_argument("--judge-ckpt", default=None, help="checkpoint of the --judge config")
-    parser.add_argument("--judge-video-root", default=None,
-                        help="folder of the GT clips' videos, for the judge (default: the judge config's)")
     parser.add_argument("--out", default=None, help="write the report as JSON here")
     return parser
-
-
-def add_judge_score(report: dict[str, Any], args: argparse.Namespace) -> None:
-    """``report["judge"]``: the judge's mean score of the predicted captions (no reference used)."""
-    from judge.loading import load_judge
-    from judge.scoring import judge_report
-
-    loaded = load_judge(args.judge, ckpt_path=args.judge_ckpt)
-    root = args.judge_video_root or loaded.video_root
-    if root is None:
-        raise SystemExit("error: --judge needs --judge-video-root (the folder of the ground-truth clips' videos)")
-    records, _ = read_ground_truth(args.gt, args.on_corrupt)
-    report["judge"] = judge_report(records, load_predictions(args.pred), loaded.judge, root,
-                                   num_frames=loaded.num_frames, max_new_tokens=loaded.max_new_tokens)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -311,11 +292,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         report = evaluate_files(args.gt, args.pred, args.level, args.score_source, encoder,
                                 tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture,
                                 args.objectness_threshold, protocol=args.protocol, invalid=args.invalid,
-                                on_corrupt=args.on_corrupt, capture_conventions=args.capture_conventions)
+                                on_corrupt=args.on_corrupt, capture_conventions=args.capture_conventions,
+                                capture_stop_words=args.capture_stop_words)
     except (ValueError, RecordError, FileNotFoundError) as err:
         raise SystemExit(f"error: {err}") from None
-    if args.judge:
-        add_judge_score(report, args)
     print(format_table(report))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

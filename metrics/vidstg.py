@@ -29,7 +29,6 @@ from core.box_ops import box_iou_pairwise
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -39,28 +38,11 @@ import torch
 from datamodules.vidstg_grid import MAX_FRAMES, SAMPLE_FPS, tubedetr_frame_grid
 from metrics.grounding import frames_from_prediction
 from metrics.prediction_set import PredictionSetMetric
+from metrics.vidstg_annotations import VidSTGSentence
 
 SENTENCE_TYPES = ("declarative", "interrogative")
 THRESHOLDS = (0.3, 0.5)
 GRIDS = ("tubedetr", "record")
-
-
-@dataclass
-class VidSTGSentence:
-    """One VidSTG sentence as plain data.
-
-    ``segment`` and ``tube`` are ``[start, end)`` source frames (TubeDETR evaluates the used
-    segment); ``boxes`` maps source frames to the target's ``xyxy`` box and must cover the tube's
-    grid frames; ``frames`` overrides TubeDETR's grid (``grid="record"``).
-    """
-
-    key: str
-    sentence_type: str
-    fps: float
-    segment: tuple[int, int]
-    tube: tuple[int, int]
-    boxes: Mapping[int, Sequence[float]]
-    frames: np.ndarray | None = field(default=None, repr=False)
 
 
 def _predicted_boxes(prediction: Mapping[str, Any] | None, key: str, source: str) -> dict[int, np.ndarray]:

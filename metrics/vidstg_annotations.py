@@ -9,12 +9,32 @@ boxes are the file's, unclipped, as TubeDETR reads them.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from datamodules.records import RecordError
 from datamodules.vidstg import VidORTrajectories, read_vidstg
-from metrics.vidstg import VidSTGSentence
+
+
+@dataclass
+class VidSTGSentence:
+    """One VidSTG sentence as plain data.
+
+    ``segment`` and ``tube`` are ``[start, end)`` source frames (TubeDETR evaluates the used
+    segment); ``boxes`` maps source frames to the target's ``xyxy`` box and must cover the tube's
+    grid frames; ``frames`` overrides TubeDETR's grid (``grid="record"``).
+    """
+
+    key: str
+    sentence_type: str
+    fps: float
+    segment: tuple[int, int]
+    tube: tuple[int, int]
+    boxes: Mapping[int, Sequence[float]]
+    frames: np.ndarray | None = field(default=None, repr=False)
 
 
 def _tubedetr_boxes(data: Mapping, vid: str, target: int, tube: tuple[int, int]) -> dict[int, list[float]]:

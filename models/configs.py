@@ -6,6 +6,8 @@ SAM's two-way decoder); :func:`tiny_configs` gives a CPU-sized model built from 
 """
 from __future__ import annotations
 
+from core.dict_merge import merge_dicts
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,18 +169,12 @@ def read_stacked_yaml(paths: list[str | Path]) -> dict:
     as ``cli.py --config a.yaml --config b.yaml`` does (lists are replaced, not merged)."""
     import yaml
 
-    def merge(base: dict, extra: dict) -> dict:
-        out = dict(base)
-        for key, value in extra.items():
-            out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-        return out
-
     merged: dict = {}
     for path in paths:
         loaded = yaml.safe_load(Path(path).read_text()) or {}
         if not isinstance(loaded, dict):
             raise ValueError(f"{path}: a config must be a YAML mapping")
-        merged = merge(merged, loaded)
+        merged = merge_dicts(merged, loaded)
     return merged
 
 

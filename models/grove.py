@@ -21,7 +21,10 @@ from models.grounding_video_encoder import GroundingVideoEncoder
 from models.heads import BoxHead, QueryProjector, TemporalObjectnessHead
 from models.inference import batch_windows
 from models.language_model import GroveLanguageModel
-from models.prompting import GroundedCaptionPrompter, format_target
+from models.prompting import GroundedCaptionPrompter, format_target, official_answer_text
+
+# How generated text becomes the ids that are grounded (Grove.predict).
+TEXT_PROTOCOLS = ("project", "official")
 
 # Parameter groups of configure_trainable, and the paper's default choice (supp. C).
 # ``grounding_rel_pos``: the relative position tables of SAM's global-attention blocks, which the
@@ -36,12 +39,15 @@ PAPER_TRAINABLE = ("global_adapters", "vision_projector", "grounding_pos_embed",
 @dataclass
 class GrovePrediction:
     """Full-clip predictions: ``boxes (B, N, P, 4)`` normalised ``(cx, cy, w, h)`` on every frame of
-    the clip, ``scores (B, N, P)`` objectness probabilities (1 without an objectness head)."""
+    the clip, ``scores (B, N, P)`` objectness probabilities (1 without an objectness head);
+    ``captions``: the plain captions to score where the text protocol fixes them (else None:
+    the tagged captions without their tags)."""
 
     tagged_captions: list[str]
     phrases: list[list[str]]
     boxes: Tensor
     scores: Tensor
+    captions: list[str] | None = None
 
 
 @dataclass
@@ -98,10 +104,10 @@ class Grove(nn.Module):
         return self.global_encoder.num_video_tokens
 
     def make_prompter(self, questions: list[str] | None = None, sample_question: bool = True,
-                      template: str = "vicuna_v1") -> GroundedCaptionPrompter:
+                      template: str = "vicuna_v1", target_text: str = "as_is") -> GroundedCaptionPrompter:
         return GroundedCaptionPrompter(self.tokenizer, self.num_video_tokens, template=template,
                                        questions=questions, sample_question=sample_question,
-                                       style=self.language_model.config.special_tokens)
+                                       style=self.language_model.config.special_tokens, target_text=target_text)
 
     @property
     def prompter(self) -> GroundedCaptionPrompter:
@@ -171,7 +177,8 @@ class Grove(nn.Module):
     @torch.no_grad()
     def predict(self, global_frames: Tensor, grounding_frames: Tensor, frame_mask: Tensor, window: int = 8,
                 window_mode: str = "interleaved", caption_positions: Tensor | None = None,
-                captions: list[str] | None = None, max_new_tokens: int = 64) -> GrovePrediction:
+                captions: list[str] | None = None, max_new_tokens: int = 64,
+                text_protocol: str = "project") -> GrovePrediction:
         """Caption a clip and ground the caption on all of its frames (GROVE paper, supp. C).
 
         Args:
@@ -184,33 +191,58 @@ class Grove(nn.Module):
                 (the official mode captions from its central window).
             captions: tagged captions to ground instead of generating (teacher forcing, VidSTG).
             max_new_tokens: greedy decoding budget (64 in the released code).
+            text_protocol: how a generated caption becomes the ids grounded in each window.
+                ``project``: decoded, parsed and re-formatted, the same ids for every window.
+                ``official`` (the released inference, needs ``window_mode="official"``): the
+                caption window is grounded on the generated ids themselves; the other windows
+                on the released decode of them (:meth:`GroundedCaptionPrompter.official_answer`)
+                re-tokenised; the caption scored is the released one (``official_answer_text``).
         """
+        if text_protocol not in TEXT_PROTOCOLS:
+            raise ValueError(f"text_protocol must be one of {TEXT_PROTOCOLS}, got {text_protocol!r}")
+        if text_protocol == "official" and window_mode != "official":
+            raise ValueError("text_protocol='official' grounds the released caption window: it needs "
+                             f"window_mode='official', got {window_mode!r}")
         device = global_frames.device
         num_frames = frame_mask.sum(dim=1)
-        positions, keep, official_caption = batch_windows(num_frames, window, window_mode)
+        positions, keep, official_caption, caption_window = batch_windows(num_frames, window, window_mode)
         clips = torch.arange(global_frames.shape[0], device=device).unsqueeze(1)
-        if captions is None:
+        plain = None
+        central = None  # official protocol: (B,) caption window and its ids, grounded as generated
+        if captions is not None:
+            parsed = [self.prompter.parse_generated(format_target(c)) for c in captions]
+            tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
+            enc = self.prompter.encode_training(tagged)
+        elif text_protocol == "official":
+            answers, generated = self._generate_official(global_frames[clips, official_caption], max_new_tokens)
+            parsed = [official_answer_text(a) for a in answers]
+            tagged, plain, phrases = [p[0] for p in parsed], [p[1] for p in parsed], [p[2] for p in parsed]
+            enc = self.prompter.encode_training(answers, formatted=True)
+            central = (caption_window, self.prompter.right_pad(generated, self.tokenizer.pad_token_id))
+        else:
             caption_at = official_caption if official_caption is not None else caption_positions
             if caption_at is None:
                 raise ValueError(f"window_mode={window_mode!r} needs caption_positions (B, T) to caption from")
             texts = self.generate_captions(global_frames[clips, caption_at], max_new_tokens=max_new_tokens)
-        else:
-            texts = [format_target(c) for c in captions]
-        parsed = [self.prompter.parse_generated(text) for text in texts]
-        tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
+            parsed = [self.prompter.parse_generated(text) for text in texts]
+            tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
+            enc = self.prompter.encode_training(tagged)
         b, n = frame_mask.shape
         max_p = max((len(p) for p in phrases), default=0)
         boxes = global_frames.new_zeros(b, n, max_p, 4, dtype=torch.float32)
         scores = global_frames.new_ones(b, n, max_p, dtype=torch.float32)
         if max_p == 0:
-            return GrovePrediction(tagged, phrases, boxes, scores)
-        enc = {k: v.to(device) for k, v in self.prompter.encode_training(tagged).items()}
+            return GrovePrediction(tagged, phrases, boxes, scores, plain)
+        enc = {k: enc[k].to(device) for k in ("input_ids", "attention_mask")}
         num_phrases = torch.tensor([len(p) for p in phrases], device=device)
         phrase_mask = torch.arange(max_p, device=device).unsqueeze(0) < num_phrases.unsqueeze(1)
         for w in range(positions.shape[1]):  # a handful of windows per clip, each a full model pass
             pos = positions[:, w]
+            ids, mask = enc["input_ids"], enc["attention_mask"]
+            if central is not None:
+                ids, mask = _rows_from(central[0] == w, central[1], ids, mask, self.tokenizer.pad_token_id)
             video = self.encode_video(global_frames[clips, pos])
-            _, queries, _ = self.det_queries(enc["input_ids"], enc["attention_mask"], video, num_slots=max_p)
+            _, queries, _ = self.det_queries(ids, mask, video, num_slots=max_p)
             win_boxes, win_logits = self.decode_boxes(self.encode_grounding(grounding_frames[clips, pos]), queries,
                                                       phrase_mask)
             bi, ti = keep[:, w].nonzero(as_tuple=True)
@@ -218,7 +250,17 @@ class Grove(nn.Module):
             if win_logits is not None:
                 scores[bi, pos[bi, ti]] = win_logits[bi, ti].float().sigmoid()
         real = phrase_mask[:, None, :] & frame_mask[:, :, None]  # padded phrases and frames: no box
-        return GrovePrediction(tagged, phrases, boxes * real.unsqueeze(-1), scores * real)
+        return GrovePrediction(tagged, phrases, boxes * real.unsqueeze(-1), scores * real, plain)
+
+    def _generate_official(self, caption_frames: Tensor, max_new_tokens: int) -> tuple[list[str], list[list[int]]]:
+        """Greedy answers from the caption window: ``(answer texts as released, prompt + generated ids)``."""
+        video = self.encode_video(caption_frames)
+        prompts = self.prompter.encode_prompts(video.shape[0])
+        generated = self.language_model.generate(video, prompts["input_ids"].to(video.device),
+                                                 prompts["attention_mask"].to(video.device),
+                                                 max_new_tokens=max_new_tokens, keep_eos=True)
+        prompt = prompts["input_ids"][0].tolist()
+        return [self.prompter.official_answer(prompt, g) for g in generated], [prompt + g for g in generated]
 
     # -- trainable parameters ----------------------------------------------------------------------
     def parameter_groups(self) -> dict[str, list[tuple[str, nn.Parameter]]]:
@@ -272,6 +314,20 @@ class Grove(nn.Module):
                 param.requires_grad_(group in trainable)
             counts[group] = sum(p.numel() for _, p in params) if group in trainable else 0
         return counts
+
+
+def _rows_from(use_first: Tensor, first: dict[str, Tensor], ids: Tensor, mask: Tensor,
+               pad_id: int) -> tuple[Tensor, Tensor]:
+    """Per row, ``first``'s ids where ``use_first`` (B,) else ``ids``; both right-padded to one length."""
+    first_ids, first_mask = first["input_ids"].to(ids.device), first["attention_mask"].to(ids.device)
+    length = max(first_ids.shape[1], ids.shape[1])
+
+    def pad(x: Tensor, value: int) -> Tensor:
+        return torch.nn.functional.pad(x, (0, length - x.shape[1]), value=value)
+
+    pick = use_first.to(ids.device).unsqueeze(1)
+    return (torch.where(pick, pad(first_ids, pad_id), pad(ids, pad_id)),
+            torch.where(pick, pad(first_mask, 0), pad(mask, 0)))
 
 
 def build_on_meta(global_encoder: GlobalEncoderConfig, grounding_encoder: GroundingEncoderConfig,

@@ -8,11 +8,15 @@ the caption on every annotated frame, window by window (GROVE paper, supp. C; th
 - ``official``: the released code's ``sliding_segment_with_mask``. With S = N // T, window k
   takes frames ``k, S + k, 2S + k, ...`` for k < S; the N mod T frames left at the end get
   extra windows whose already-seen frames are masked out. The caption comes from window
-  ``(S - 1) // 2``, the central one, whose frames lie near the segment centres.
+  ``(S - 1) // 2``, the central one, whose frames lie near the segment centres. A clip with
+  fewer than T frames (S = 0) gets, as released, N windows of T copies of one frame each
+  (window k shows frame k), and is captioned from window ``(N - 1) // 2``: from one frame.
+  Each frame's prediction is kept once, from the first copy.
 - ``interleaved``: W = ceil(N / T) windows, window w takes frames ``w, w + W, w + 2W, ...``
   (the same spacing as training's one-frame-per-segment sampling, covering all N frames
   without the official scheme's repeated frames); the caption comes from the clip's
-  segment-centre frames (``caption_positions``).
+  segment-centre frames (``caption_positions``). A clip shorter than T is one window of all
+  its frames (the last repeated), so the caption sees every frame.
 - ``contiguous``: consecutive frames ``wT .. wT + T - 1``.
 
 Every schedule returns ``(W, T)`` frame positions and a ``(W, T)`` mask of the positions whose
@@ -29,11 +33,11 @@ WINDOW_MODES = ("official", "interleaved", "contiguous")
 
 def official_windows(num_frames: int, T: int) -> tuple[Tensor, Tensor, int]:
     """The released ``sliding_segment_with_mask``: positions, keep mask, caption window index."""
-    if num_frames < T:  # too few frames for T segments: one window, frames repeated
-        positions = torch.arange(T).clamp(max=num_frames - 1).unsqueeze(0)
-        keep = torch.zeros(1, T, dtype=torch.bool)
-        keep[0, :num_frames] = True
-        return positions, keep, 0
+    if num_frames < T:  # released: window k is T copies of frame k; caption from the middle window
+        positions = torch.arange(num_frames).unsqueeze(1).expand(num_frames, T).clone()
+        keep = torch.zeros(num_frames, T, dtype=torch.bool)
+        keep[:, 0] = True
+        return positions, keep, (num_frames - 1) // 2
     size, remainder = divmod(num_frames, T)
     segment_starts = torch.arange(T) * size
     main = segment_starts.unsqueeze(0) + torch.arange(size).unsqueeze(1)  # (S, T)
@@ -77,22 +81,23 @@ def clip_windows(num_frames: int, T: int, mode: str) -> tuple[Tensor, Tensor, in
     raise ValueError(f"window mode must be one of {WINDOW_MODES}, got {mode!r}")
 
 
-def batch_windows(num_frames: Tensor, T: int, mode: str) -> tuple[Tensor, Tensor, Tensor | None]:
+def batch_windows(num_frames: Tensor, T: int, mode: str) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
     """Windows for a batch of clips with ``num_frames (B,)`` frames each.
 
     Returns ``positions (B, W, T)``, ``keep (B, W, T)`` (clips with fewer windows are padded
     with never-kept copies of their last window) and, for ``official``, the caption window's
-    positions ``(B, T)``.
+    positions ``(B, T)`` and index ``(B,)`` (else None, None).
     """
     per_clip = [clip_windows(int(n), T, mode) for n in num_frames.tolist()]  # a few clips per batch
     width = max(p.shape[0] for p, _, _ in per_clip)
     positions = torch.stack([torch.cat((p, p[-1:].expand(width - p.shape[0], -1))) for p, _, _ in per_clip])
     keep = torch.stack([torch.cat((k, k.new_zeros(width - k.shape[0], T))) for _, k, _ in per_clip])
-    caption = None
-    if mode == "official":
-        caption = torch.stack([p[c] for p, _, c in per_clip])
     device = num_frames.device
-    return positions.to(device), keep.to(device), None if caption is None else caption.to(device)
+    if mode != "official":
+        return positions.to(device), keep.to(device), None, None
+    caption = torch.stack([p[c] for p, _, c in per_clip])
+    index = torch.tensor([c for _, _, c in per_clip], dtype=torch.long)
+    return positions.to(device), keep.to(device), caption.to(device), index.to(device)
 
 
 __all__ = ["WINDOW_MODES", "batch_windows", "clip_windows", "official_windows", "interleaved_windows",

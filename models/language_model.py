@@ -11,11 +11,20 @@ import core  # noqa: F401  (torchvision compatibility before transformers import
 from core.paths import DATA_DIR
 
 import importlib.util
+import json
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GenerationConfig,
+    LlamaConfig,
+    LlamaForCausalLM,
+    LlamaTokenizer,
+)
 
 from models.configs import LanguageModelConfig, require_path
 from models.prompting import DET_TOKEN, IGNORE_INDEX, OFFICIAL_VIDEO_INDEX, VIDEO_TOKEN, add_grove_tokens
@@ -38,7 +47,51 @@ def load_tokenizer(config: LanguageModelConfig):
                   else TINY_TOKENIZER_DIR.with_name(f"tiny_tokenizer_{size}"))
         return build_tiny_tokenizer(folder, vocab_size=size)
     key = "model.language_model.tokenizer_path" if config.tokenizer_path else "model.language_model.path"
-    return AutoTokenizer.from_pretrained(str(require_path(source, key)), use_fast=True)
+    return load_tokenizer_folder(require_path(source, key), key)
+
+
+def _is_llama_sentencepiece(folder: Path) -> bool:
+    """A LLaMA-family SentencePiece tokenizer: the config names a Llama tokenizer class, or the
+    folder has only ``tokenizer.model`` (GLaMM's and LLaVA's checkpoint layout) and no class."""
+    config_file = folder / "tokenizer_config.json"
+    tokenizer_class = None
+    if config_file.is_file():
+        try:
+            tokenizer_class = json.loads(config_file.read_text(encoding="utf-8")).get("tokenizer_class")
+        except (json.JSONDecodeError, AttributeError) as err:
+            raise ValueError(f"tokenizer folder {folder}: {config_file.name} is not a JSON object ({err})") from err
+    if tokenizer_class:
+        return str(tokenizer_class).startswith("Llama")
+    return (folder / "tokenizer.model").is_file()
+
+
+def load_tokenizer_folder(folder: str | Path, key: str = "tokenizer folder"):
+    """The tokenizer of a local Hugging Face folder; ``key`` names the setting in errors.
+
+    LLaMA/Vicuna/GLaMM tokenizers are loaded with ``legacy=False`` whatever the folder says, so
+    that text right after an added token (``[DET].``) is encoded without a word-boundary
+    ``▁``: these are the ids the released GROVE and GLaMM were trained on (their slow tokenizer,
+    from GLaMM's ``legacy: false`` folder). Many LLaMA-2 folders say ``legacy: true``, which
+    would shift the tokens after ``[DET]``. A folder holding only ``tokenizer.model`` is
+    converted with the ``sentencepiece`` package.
+    """
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{key}: {folder} is not a folder (expected a Hugging Face tokenizer folder)")
+    has_json, has_model = (folder / "tokenizer.json").is_file(), (folder / "tokenizer.model").is_file()
+    if not has_json and not has_model and not (folder / "vocab.json").is_file():
+        raise FileNotFoundError(f"{key}: {folder} holds no tokenizer (tokenizer.json, tokenizer.model or "
+                                "vocab.json)")
+    llama = _is_llama_sentencepiece(folder)
+    if llama and not has_json and importlib.util.find_spec("sentencepiece") is None:
+        raise ImportError(f"{key}: {folder} holds only tokenizer.model, which needs the sentencepiece package to "
+                          "load (pip install -r requirements.txt)")
+    try:
+        if llama:
+            return LlamaTokenizer.from_pretrained(str(folder), legacy=False)
+        return AutoTokenizer.from_pretrained(str(folder), use_fast=True)
+    except (OSError, ValueError, ImportError, KeyError, TypeError) as err:
+        raise ValueError(f"{key}: cannot load a tokenizer from {folder}: {type(err).__name__}: {err}") from err
 
 
 def build_causal_lm(config: LanguageModelConfig, tokenizer) -> nn.Module:
@@ -64,6 +117,14 @@ def build_causal_lm(config: LanguageModelConfig, tokenizer) -> nn.Module:
               **dict(config.llama_config), **extra}
     model = LlamaForCausalLM(LlamaConfig(**kwargs))
     return model.to(dtype) if dtype != torch.float32 else model
+
+
+def query_mask(input_ids: Tensor, det_token_id: int, query_token: str = "det") -> Tensor:
+    """Boolean mask of the positions whose hidden state is a [DET] query (see ``GroveLanguageModel.query_mask``)."""
+    det = input_ids == det_token_id
+    if query_token == "det":
+        return det
+    return torch.cat((det[:, 1:], det.new_zeros(det.shape[0], 1)), dim=1)
 
 
 class GroveLanguageModel(nn.Module):
@@ -117,10 +178,7 @@ class GroveLanguageModel(nn.Module):
         state one position earlier: the last token of ``</p> [DET]`` before [DET] (``</p>``, or
         the word-boundary token between them, depending on how the tokenizer splits the space).
         """
-        det = input_ids == self.det_token_id
-        if self.config.query_token == "det":
-            return det
-        return torch.cat((det[:, 1:], det.new_zeros(det.shape[0], 1)), dim=1)
+        return query_mask(input_ids, self.det_token_id, self.config.query_token)
 
     def build_inputs_embeds(self, input_ids: Tensor, video_embeds: Tensor) -> Tensor:
         """Token embeddings with the video placeholders replaced, in order, by ``video_embeds``."""
@@ -154,8 +212,9 @@ class GroveLanguageModel(nn.Module):
 
     @torch.no_grad()
     def generate(self, video_embeds: Tensor, prompt_ids: Tensor, prompt_attention_mask: Tensor,
-                 max_new_tokens: int = 64) -> list[list[int]]:
-        """Greedy decoding with KV cache from left-padded prompts; new token ids, EOS excluded."""
+                 max_new_tokens: int = 64, keep_eos: bool = False) -> list[list[int]]:
+        """Greedy decoding with KV cache from left-padded prompts; new token ids up to EOS
+        (excluded, or kept with ``keep_eos`` as the released inference keeps it)."""
         inputs_embeds = self.build_inputs_embeds(prompt_ids, video_embeds)
         generation = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
                                       eos_token_id=self.tokenizer.eos_token_id,
@@ -166,5 +225,5 @@ class GroveLanguageModel(nn.Module):
         eos = self.tokenizer.eos_token_id
         sequences = []
         for row in out.tolist():
-            sequences.append(row[: row.index(eos)] if eos in row else row)
+            sequences.append(row[: row.index(eos) + int(keep_eos)] if eos in row else row)
         return sequences

@@ -78,6 +78,7 @@ CHAT_TEMPLATES = {
 
 _PHRASE = re.compile(r"<p>\s*(.*?)\s*</p>", re.DOTALL)
 _TAG = re.compile(r"(<p>|</p>)")
+_CLOSE_DET = re.compile(r"</p>\s*\[DET\]")
 
 
 def add_grove_tokens(tokenizer, style: str = "compact") -> list[str]:
@@ -121,6 +122,29 @@ def format_target(tagged_caption: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+TARGET_TEXTS = ("as_is", "official")
+
+
+def official_target_text(tagged_caption: str) -> str:
+    """The released datasets' caption normalisation before targets are built: surrounding double
+    quotes and whitespace stripped, then lower case (phrases included)."""
+    return tagged_caption.strip('"').strip().lower()
+
+
+def official_answer_text(text: str) -> tuple[str, str, list[str]]:
+    """The released inference's post-processing of the decoded answer -> ``(tagged, caption, phrases)``.
+
+    Phrases are the ``<p>...</p>`` contents, stripped. The caption (what the released evaluation
+    scores) drops every ``<...>`` tag and ``[DET]``, collapses whitespace and strips single quotes
+    at both ends; a space the decoder wrote before punctuation stays (``floor ;``). The tagged
+    caption is the same with the ``<p>``/``</p>`` tags kept (other ``<...>`` tags, e.g. EOS, dropped).
+    """
+    phrases = [p.strip() for p in re.findall(r"<p>(.*?)</p>", text)]
+    caption = " ".join(re.sub(r"<.*?>", "", text).replace(DET_TOKEN, "").split()).strip("'").strip()
+    tagged = re.sub(r"<(?!/?p>).*?>", "", text).replace(DET_TOKEN, "")
+    return " ".join(tagged.split()).strip("'").strip(), caption, phrases
+
+
 def parse_tagged_text(text: str, drop: tuple[str, ...] = ()) -> tuple[str, str, list[str]]:
     """Generated text -> ``(tagged_caption "<p>x</p>" style, plain caption, phrases)``.
 
@@ -128,6 +152,9 @@ def parse_tagged_text(text: str, drop: tuple[str, ...] = ()) -> tuple[str, str, 
     phrase (closes the previous one) and a phrase left open at the end (closed there); empty
     phrases lose their tags. Strings in ``drop`` (e.g. EOS/pad) are removed first.
     """
+    # The format's own "</p> [DET]" separator goes with the tag, so that text written right after
+    # it ("[DET])") stays attached to the phrase and re-formats to the same tokens.
+    text = _CLOSE_DET.sub(PHRASE_END, text)
     for token in (*drop, DET_TOKEN, VIDEO_TOKEN):
         if token:
             text = text.replace(token, " ")
@@ -135,33 +162,52 @@ def parse_tagged_text(text: str, drop: tuple[str, ...] = ()) -> tuple[str, str, 
     plain_parts: list[str] = []
     phrases: list[str] = []
     inside = False
+    closed = False  # the last part is a phrase: text without a leading space attaches to it
     current: list[str] = []
 
-    def close() -> None:
+    def close() -> bool:
         phrase = _collapse("".join(current))
+        current.clear()
         if phrase:
             phrases.append(phrase)
             tagged_parts.append(f"{PHRASE_START}{phrase}{PHRASE_END}")
             plain_parts.append(phrase)
-        current.clear()
+        return bool(phrase)
 
     for piece in _TAG.split(text):
         if piece == PHRASE_START:
             if inside:
-                close()
+                closed = close()
             inside = True
         elif piece == PHRASE_END:
             if inside:
-                close()
+                closed = close()
             inside = False
         elif inside:
             current.append(piece)
-        else:
-            tagged_parts.append(piece)
-            plain_parts.append(piece)
+        elif piece:
+            if closed and not piece[0].isspace():
+                tagged_parts[-1] += piece
+                plain_parts[-1] += piece
+            else:
+                tagged_parts.append(piece)
+                plain_parts.append(piece)
+            closed = False
     if inside:
         close()
     return _collapse(" ".join(tagged_parts)), _collapse(" ".join(plain_parts)), phrases
+
+
+def _pad(sequences: list[list[int]], pad_id: int, left: bool) -> dict[str, Tensor]:
+    length = max((len(s) for s in sequences), default=0)
+    ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), length), dtype=torch.long)
+    for i, seq in enumerate(sequences):  # a few rows per batch
+        if seq:
+            span = slice(length - len(seq), length) if left else slice(0, len(seq))
+            ids[i, span] = torch.tensor(seq)
+            mask[i, span] = 1
+    return {"input_ids": ids, "attention_mask": mask}
 
 
 class GroundedCaptionPrompter:
@@ -178,10 +224,16 @@ class GroundedCaptionPrompter:
             ``official`` (the released prompt ``The <vid_start><video><vid_end> ...``, its six
             questions by default, and the out-of-vocabulary placeholder id -200 repeated once per
             video token, which the language model replaces by the video tokens).
+        target_text: ``as_is`` (captions as the records hold them) or ``official`` (as the released
+            datasets: surrounding quotes stripped and lower-cased, :func:`official_target_text`).
     """
 
     def __init__(self, tokenizer, num_video_tokens: int, template: str = "vicuna_v1",
-                 questions: list[str] | None = None, sample_question: bool = True, style: str = "compact"):
+                 questions: list[str] | None = None, sample_question: bool = True, style: str = "compact",
+                 target_text: str = "as_is"):
+        if target_text not in TARGET_TEXTS:
+            raise ValueError(f"target_text must be one of {TARGET_TEXTS}, got {target_text!r}")
+        self.target_text = target_text
         if template not in CHAT_TEMPLATES:
             raise ValueError(f"chat template must be one of {sorted(CHAT_TEMPLATES)}, got {template!r}")
         if style not in TOKEN_STYLES:
@@ -226,17 +278,25 @@ class GroundedCaptionPrompter:
             return rng.choice(self.questions)
         return self.questions[0]
 
-    def answer_ids(self, tagged_captions: list[str]) -> list[list[int]]:
-        """Target token ids (``<p> phrase </p> [DET]`` format) followed by EOS."""
-        texts = [" " + format_target(c) for c in tagged_captions]
+    def answer_ids(self, tagged_captions: list[str], formatted: bool = False) -> list[list[int]]:
+        """Target token ids (``<p> phrase </p> [DET]`` format) followed by EOS.
+
+        ``formatted``: the texts are answers already (e.g. decoded text to re-encode as it is).
+        """
+        if formatted:
+            texts = [" " + c for c in tagged_captions]
+        else:
+            normalise = official_target_text if self.target_text == "official" else str
+            texts = [" " + format_target(normalise(c)) for c in tagged_captions]
         encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
         return [ids + [self.tokenizer.eos_token_id] for ids in encoded]
 
-    def encode_training(self, tagged_captions: list[str], rng: random.Random | None = None) -> dict[str, Tensor]:
+    def encode_training(self, tagged_captions: list[str], rng: random.Random | None = None,
+                        formatted: bool = False) -> dict[str, Tensor]:
         """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 outside the answer)."""
         question = self._question(rng)
         prompt = self.prompt_ids(question)
-        answers = self.answer_ids(list(tagged_captions))
+        answers = self.answer_ids(list(tagged_captions), formatted=formatted)
         length = max((len(prompt) + len(a) for a in answers), default=len(prompt))
         b = len(answers)
         input_ids = torch.full((b, length), self.tokenizer.pad_token_id, dtype=torch.long)
@@ -259,14 +319,12 @@ class GroundedCaptionPrompter:
     @staticmethod
     def left_pad(sequences: list[list[int]], pad_id: int) -> dict[str, Tensor]:
         """Left-pad token lists into ``input_ids``/``attention_mask`` for generation."""
-        length = max((len(s) for s in sequences), default=0)
-        ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(sequences), length), dtype=torch.long)
-        for i, seq in enumerate(sequences):
-            if seq:
-                ids[i, length - len(seq):] = torch.tensor(seq)
-                mask[i, length - len(seq):] = 1
-        return {"input_ids": ids, "attention_mask": mask}
+        return _pad(sequences, pad_id, left=True)
+
+    @staticmethod
+    def right_pad(sequences: list[list[int]], pad_id: int) -> dict[str, Tensor]:
+        """Right-pad token lists (a full forward pass, positions from 0 in every row)."""
+        return _pad(sequences, pad_id, left=False)
 
     # -- answers -----------------------------------------------------------------------------------
     def det_positions(self, input_ids: Tensor) -> Tensor:
@@ -280,6 +338,42 @@ class GroundedCaptionPrompter:
             token_ids = token_ids[: token_ids.index(eos)]
         token_ids = [t for t in token_ids if t != self.tokenizer.pad_token_id and t >= 0]
         return self.tokenizer.decode(token_ids, skip_special_tokens=False)
+
+    def decode_official(self, token_ids: list[int]) -> str:
+        """The released code's decode (its slow LLaMA tokenizer): runs of ordinary tokens decoded
+        apart (each run's first word-boundary space dropped, empty runs dropped), joined to the
+        added tokens (``<p>``, ``[DET]``, ...) by single spaces; placeholders and padding dropped,
+        EOS kept as text. So ``</p> [DET]`` then ``;`` reads ``</p> [DET] ;``."""
+        tok = self.tokenizer
+        added = set(tok.get_added_vocab().values()) - {tok.bos_token_id, tok.eos_token_id, tok.unk_token_id,
+                                                          tok.pad_token_id}
+        parts: list[str] = []
+        run: list[int] = []
+
+        def flush() -> None:
+            if run:
+                text = tok.decode(run, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+                if text:
+                    parts.append(text)
+                run.clear()
+
+        for token in token_ids:
+            if token < 0 or token == tok.pad_token_id:
+                continue
+            if token in added:
+                flush()
+                parts.append(tok.convert_ids_to_tokens(token))
+            else:
+                run.append(token)
+        flush()
+        return " ".join(parts)
+
+    def official_answer(self, prompt_ids: list[int], generated_ids: list[int]) -> str:
+        """The answer text the released inference re-tokenises for the non-central windows: the
+        decoded prompt and answer, newlines removed, double spaces halved, after the last
+        ``ASSISTANT: ``."""
+        text = self.decode_official([*prompt_ids, *generated_ids]).replace("\n", "").replace("  ", " ")
+        return text.split("ASSISTANT: ")[-1]
 
     def parse_generated(self, text: str) -> tuple[str, str, list[str]]:
         """Generated text -> ``(tagged_caption, caption, phrases)``; see :func:`parse_tagged_text`."""

@@ -8,7 +8,7 @@ CKPT is a DeepSpeed zero_to_fp32 ``.bin`` or the Hugging Face folder of the same
 reads no weights (the model is built on the meta device; works on a checkpoint of meta tensors)
 and prints what every key became; both modes exit with status 1 naming each unaccounted key,
 missing tensor or shape mismatch. The ``--out`` file is what ``cli.py predict/test --ckpt_path``
-and ``callbacks.InitFromCheckpoint`` take.
+and ``callbacks.init_from_checkpoint.InitFromCheckpoint`` take.
 """
 from __future__ import annotations
 

@@ -17,8 +17,9 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   .venv/bin/pip install --disable-pip-version-check -q "$(grep -E '^torch==' requirements.txt)"
   # DeepSpeed compiles its CUDA ops just in time on GPU machines; nothing to build at install.
   DS_BUILD_OPS=0 .venv/bin/pip install --disable-pip-version-check -q -r requirements.txt
-  # The CAPTURE authors' package, for the parity tests only: without its dependencies (they would
-  # pull its own scene-graph parser and sentence encoder stack); the tests stub what it imports.
+  # The CAPTURE authors' package: CAPTURE's default stop list is read from it (as data, never
+  # imported), and the parity tests score with it. Without its dependencies (they would pull its
+  # own scene-graph parser and sentence encoder stack); the tests stub what it imports.
   .venv/bin/pip install --disable-pip-version-check -q --no-deps "capture-metric==0.1.13"
   echo "$want" > "$stamp"
 fi

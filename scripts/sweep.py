@@ -147,7 +147,8 @@ def run_point(point: SweepPoint, base_args: Sequence[str], out: Path, extra: Seq
                            "--model.init_args.objectness_threshold=0.0"])
         path = Path(scored.trainer.log_dir) / "predictions_predict.json"
         if not path.exists():
-            raise FileNotFoundError(f"{path}: the threshold sweep needs callbacks.PredictionWriter in the config")
+            raise FileNotFoundError(f"{path}: the threshold sweep needs "
+                                    "callbacks.prediction_writer.PredictionWriter in the config")
         rows = threshold_sweep(records, json.loads(path.read_text()), thresholds, text_encoder, source=str(path))
         result["threshold_sweep"] = rows
         plot_threshold_sweep({point.name: rows}, path.parent / "threshold_sweep.png")

@@ -3,13 +3,13 @@ file that is not a checkpoint is a clear error."""
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.lightning_cli import GroveCLI
 
 import warnings
 
 import pytest
 import torch
 
-from cli import GroveCLI
 from tests.fixtures.paths import ROOT
 
 DEMO = str(ROOT / "configs" / "demo.yaml")
@@ -33,7 +33,7 @@ def _final_config(*args):
     return parsed.value.args[0]
 
 
-def _checkpoint(path, class_path="lightning_modules.GroveModule", **hparams):
+def _checkpoint(path, class_path="lightning_modules.grove_module.GroveModule", **hparams):
     torch.save({"state_dict": {"w": torch.zeros(1)}, "epoch": 0,
                 "hyper_parameters": {"_class_path": class_path, **hparams}}, path)
     return path
@@ -58,7 +58,7 @@ def test_the_command_line_wins_and_the_checkpoint_fills_the_rest(tmp_path):
 def test_a_checkpoint_of_another_model_class_names_both(tmp_path):
     ckpt = _checkpoint(tmp_path / "judge.ckpt", class_path="judge.module.JudgeModule", seed=0)
     expected = (r"judge\.ckpt is a checkpoint of judge\.module\.JudgeModule, "
-                r"but the config's model is lightning_modules\.GroveModule")
+                r"but the config's model is lightning_modules\.grove_module\.GroveModule")
     with pytest.raises(ValueError, match=expected):
         _final_config("test", "--config", DEMO, f"--ckpt_path={ckpt}")
 
@@ -67,7 +67,7 @@ def test_a_checkpoint_saved_under_a_moved_class_path_is_its_class_today(tmp_path
     """Judge checkpoints written before the judge became a package name lightning_modules.judge_module."""
     ckpt = _checkpoint(tmp_path / "judge.ckpt", class_path="lightning_modules.judge_module.JudgeModule", seed=0)
     expected = (r"judge\.ckpt is a checkpoint of judge\.module\.JudgeModule, "
-                r"but the config's model is lightning_modules\.GroveModule")
+                r"but the config's model is lightning_modules\.grove_module\.GroveModule")
     with pytest.raises(ValueError, match=expected):
         _final_config("test", "--config", DEMO, f"--ckpt_path={ckpt}")
     judge_config = str(ROOT / "configs" / "judge_demo.yaml")

@@ -11,6 +11,7 @@ set per request.
 """
 from __future__ import annotations
 
+from core.lightning_cli import DATA_PATH_SUFFIXES, GroveCLI, _as_dict
 from core.weights import load_state_dict_file
 
 import json
@@ -24,7 +25,6 @@ import lightning as L
 
 from callbacks.annotated_video_writer import AnnotatedVideoWriter
 from callbacks.prediction_writer import PredictionWriter
-from cli import DATA_PATH_SUFFIXES, GroveCLI, _as_dict
 from models.inference import WINDOW_MODES
 from webdemo.results import DemoResult, assemble_clips
 

@@ -7,6 +7,11 @@ action the subject could perform, and rewrite the caption. The score is
 ``1 - (K + L) / (|O| + |A|)`` on the 1-5 scale (:mod:`judge.targets`). Ten corruptions
 per caption, then balanced sampling to equal counts per score.
 
+``corrupt`` restricts the errors to one kind (section 4.6, Table 6: objects only, actions only,
+both): the other kind is left as it is and does not count among the caption's elements, so the
+score is ``1 - K / |O|`` (objects only) or ``1 - L / |A|`` (actions only); a caption without an
+element of the kind is skipped.
+
 The backends do the extraction and substitution: :class:`~judge.corruption.rule_backend.RuleBackend`
 (offline: spaCy, WordNet, curated actions; ``closed_domain`` for closed-vocabulary data such as the
 synthetic clips) and :class:`~judge.corruption.llm_backend.LLMBackend` (a local causal LM with the
@@ -15,6 +20,8 @@ counted in the printed statistics.
 
     python -m judge corrupt --records data/synthetic/annotations/train.json --out train.jsonl
     python -m judge corrupt --activitynet train.json --out anet_train.jsonl
+    python -m judge corrupt --youcook2 youcookii_annotations_trainval.json --out yc2_val.jsonl
+    python -m judge corrupt --activitynet train.json --corrupt objects --out anet_train_objects.jsonl
 """
 from __future__ import annotations
 
@@ -39,7 +46,7 @@ from judge.corruption.data_types import (
 from judge.corruption.lexicon import IN_DOMAIN_MODES
 from judge.corruption.llm_backend import LLMBackend
 from judge.corruption.rule_backend import RuleBackend
-from judge.readers import read_activitynet_captions
+from judge.readers import read_activitynet_captions, read_youcook2_captions
 from judge.targets import SCORES, explain, factual_score, likert_score
 
 
@@ -47,10 +54,28 @@ def _stable_hash(text: str) -> int:
     return zlib.crc32(text.encode("utf-8"))
 
 
+ELEMENT_KINDS = ("object", "action")
+CORRUPT_CHOICES = {"objects": ("object",), "actions": ("action",), "both": ELEMENT_KINDS}
+
+
+def resolve_kinds(corrupt: str | Sequence[str]) -> tuple[str, ...]:
+    """``"objects"``, ``"actions"``, ``"both"`` or a list of ``object`` / ``action`` -> the element kinds."""
+    if isinstance(corrupt, str):
+        if corrupt not in CORRUPT_CHOICES:
+            raise ValueError(f"corrupt must be one of {', '.join(CORRUPT_CHOICES)} (or a list of object/action), "
+                             f"got {corrupt!r}")
+        return CORRUPT_CHOICES[corrupt]
+    kinds = tuple(dict.fromkeys(str(k) for k in corrupt))
+    if not kinds or set(kinds) - set(ELEMENT_KINDS):
+        raise ValueError(f"corrupt: element kinds must be a non-empty list of {ELEMENT_KINDS}, got {list(corrupt)}")
+    return kinds
+
+
 def generate_corruptions(sources: Sequence[CaptionSource], backend: Any, per_caption: int = 10, seed: int = 0,
-                         dedupe: bool = True,
-                         stats: GenerationStats | None = None) -> tuple[list[dict], GenerationStats]:
-    """``per_caption`` corruptions of every source caption, as JSONL rows (unbalanced).
+                         dedupe: bool = True, stats: GenerationStats | None = None,
+                         corrupt: str | Sequence[str] = "both") -> tuple[list[dict], GenerationStats]:
+    """``per_caption`` corruptions of every source caption, as JSONL rows (unbalanced); ``corrupt``
+    picks the kinds of element changed (module docstring).
 
     Each corruption draws from its own generator seeded by (seed, source key, index), so the
     output does not depend on the order or number of the other sources.
@@ -58,6 +83,7 @@ def generate_corruptions(sources: Sequence[CaptionSource], backend: Any, per_cap
     if len(sources) == 0:
         raise ValueError("generate_corruptions: no source captions (an empty record list): nothing to corrupt")
     stats = stats or GenerationStats()
+    kinds = resolve_kinds(corrupt)
     extractions = backend.prepare([s.caption for s in sources])
     rows = []
     for source, extraction in zip(sources, extractions):
@@ -66,6 +92,8 @@ def generate_corruptions(sources: Sequence[CaptionSource], backend: Any, per_cap
             stats.failures[f"{extraction.prompt}: {extraction.reason}"] += 1
             continue
         objects, actions = backend.usable(extraction)
+        objects = objects if "object" in kinds else []
+        actions = actions if "action" in kinds else []
         stats.elements_found.update({"object": len(extraction.objects), "action": len(extraction.actions)})
         stats.elements_without_alternative.update({"object": len(extraction.objects) - len(objects),
                                                    "action": len(extraction.actions) - len(actions)})
@@ -187,9 +215,9 @@ def make_backend(name: str, **kwargs: Any):
 
 def build_judge_split(sources: Sequence[CaptionSource], out: str | Path, backend: Any, per_caption: int = 10,
                       seed: int = 0, balance: bool = True, per_score: int | None = None, balance_by_size: bool = False,
-                      verbose: bool = True) -> GenerationStats:
+                      verbose: bool = True, corrupt: str | Sequence[str] = "both") -> GenerationStats:
     """Generate, balance and write one split's JSONL; prints the score distribution."""
-    rows, stats = generate_corruptions(sources, backend, per_caption=per_caption, seed=seed)
+    rows, stats = generate_corruptions(sources, backend, per_caption=per_caption, seed=seed, corrupt=corrupt)
     if balance:
         rows = balance_by_score(rows, seed=seed, per_score=per_score, stats=stats, by_size=balance_by_size)
     write_jsonl(rows, out)
@@ -204,8 +232,12 @@ def main(argv: list[str] | None = None) -> GenerationStats:
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--records", help="GroundedRecord annotations (project JSON, pickle or folder)")
     src.add_argument("--activitynet", help="ActivityNet Captions JSON ({video_id: {duration, timestamps, sentences}})")
+    src.add_argument("--youcook2", help="YouCook2 annotations (youcookii_annotations_trainval.json); see --subset")
+    parser.add_argument("--subset", default="validation", help="YouCook2 subset: training or validation")
+    parser.add_argument("--corrupt", choices=tuple(CORRUPT_CHOICES), default="both",
+                        help="kinds of element to change (VC-Inspector Table 6 ablation: objects, actions, both)")
     parser.add_argument("--video-template", default="{video_id}.mp4",
-                        help="ActivityNet video file name relative to the video root")
+                        help="ActivityNet / YouCook2 video file name relative to the video root")
     parser.add_argument("--out", required=True, help="output JSONL")
     parser.add_argument("--backend", choices=("rule", "llm"), default="rule")
     parser.add_argument("--llm-path", help="local causal LM folder for --backend llm")
@@ -229,12 +261,15 @@ def main(argv: list[str] | None = None) -> GenerationStats:
 
     if args.records:
         sources = sources_from_records(read_records(args.records))
+    elif args.youcook2:
+        sources = read_youcook2_captions(args.youcook2, subset=args.subset, video_template=args.video_template)
     else:
         sources = read_activitynet_captions(args.activitynet, video_template=args.video_template)
     if args.limit is not None:
         sources = sources[: args.limit]
     if not sources:
-        raise SystemExit(f"{args.records or args.activitynet}: no captions to corrupt (the file holds no records"
+        source = args.records or args.youcook2 or args.activitynet
+        raise SystemExit(f"{source}: no captions to corrupt (the file holds no records"
                          f"{' within --limit' if args.limit is not None else ''})")
     if args.backend == "rule":
         backend = RuleBackend(in_domain=args.in_domain, max_climb=args.max_climb, climb_decay=args.climb_decay,
@@ -243,7 +278,7 @@ def main(argv: list[str] | None = None) -> GenerationStats:
         backend = LLMBackend(model_path=args.llm_path)
     return build_judge_split(sources, args.out, backend, per_caption=args.per_caption, seed=args.seed,
                              balance=not args.no_balance, per_score=args.per_score,
-                             balance_by_size=args.balance_by_size)
+                             balance_by_size=args.balance_by_size, corrupt=args.corrupt)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@ merge and de-duplicate, then filter objects:
   attributes and the relations it takes part in;
 * stop list (abstract nouns such as "background", "moment"): the object itself is dropped from
   the object elements only; the paper says "the word itself will not participate in the object
-  elements matching", and its attributes and relations stay (as in the public code).
+  elements matching", and its attributes and relations stay (as in the public code). By default
+  the list is the authors' own (317 entries, 315 distinct in lower case), read from the installed
+  ``capture-metric`` package and compared with the objects as written there, as the package
+  does; ``stop_words="project"`` selects this project's list (``abstract_nouns.txt``, lemmatised;
+  see that file for why).
 
 Candidate and reference graphs are then matched per element type (:mod:`metrics.capture.matching`)
 and ``CAPTURE = (a F1_obj + b F1_attr + c F1_rel) / (a + b + c)`` with ``(a, b, c) = (5, 5, 2)``.
@@ -31,7 +35,9 @@ references or an evaluation run twice parse nothing again.
 """
 from __future__ import annotations
 
+import ast
 import functools
+import importlib.util
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -62,6 +68,11 @@ from metrics.capture.scene_graph import (
 ELEMENT_TYPES = ("object", "attribute", "relation")
 DEFAULT_WEIGHTS = (5.0, 5.0, 2.0)
 STOP_WORDS_FILE = Path(__file__).with_name("abstract_nouns.txt")
+# The authors' stop list ships inside their package as a Python list; read as data, never imported
+# (importing the package downloads NLTK data and loads its parser).
+AUTHORS_PACKAGE = "capture-metric==0.1.13"
+AUTHORS_STOP_WORDS = ("capture_metric", "stop_words.py", "stop_words_list")
+STOP_LISTS = ("authors", "project")
 SCORE_KEYS = ("CAPTURE",) + tuple(f"{t}_{m}" for t in ELEMENT_TYPES for m in ("precision", "recall", "f1"))
 _NOUN_TAGS = {"NOUN", "PROPN"}
 
@@ -127,6 +138,41 @@ def load_stop_words(path: str | os.PathLike = STOP_WORDS_FILE) -> frozenset[str]
         raise FileNotFoundError(f"CAPTURE stop-word list {path} does not exist")
     words = (line.split("#", 1)[0].strip().lower() for line in path.read_text(encoding="utf-8").splitlines())
     return frozenset(lemmatise_noun_phrase(w) for w in words if w)
+
+
+@functools.lru_cache(maxsize=1)
+def load_authors_stop_words() -> frozenset[str]:
+    """The CAPTURE authors' stop list, as their package compares it (words as written, not lemmatised)."""
+    package, filename, name = AUTHORS_STOP_WORDS
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            f"CAPTURE's default stop list is the authors' list from the {AUTHORS_PACKAGE} package, which is not "
+            f"installed: pip install --no-deps {AUTHORS_PACKAGE} (scripts/setup.sh does), or score with "
+            "stop_words='project'")
+    path = Path(next(iter(spec.submodule_search_locations))) / filename
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the authors' CAPTURE stop list is missing from the installed package "
+                                f"(expected {AUTHORS_PACKAGE})")
+    for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            words = ast.literal_eval(node.value)
+            if isinstance(words, list) and words and all(isinstance(w, str) for w in words):
+                return frozenset(words)
+    raise ValueError(f"{path}: no list of strings named {name!r} (expected the authors' stop list of "
+                     f"{AUTHORS_PACKAGE})")
+
+
+def resolve_stop_words(stop_words: "str | os.PathLike | Iterable[str] | None") -> frozenset[str]:
+    """``None`` or ``"authors"``: the authors' list; ``"project"``: ``abstract_nouns.txt``; a file
+    path (one word per line); or the words themselves (lemmatised; empty: no stop list)."""
+    if stop_words is None or stop_words == "authors":
+        return load_authors_stop_words()
+    if stop_words == "project":
+        return load_stop_words()
+    if isinstance(stop_words, (str, os.PathLike)):
+        return load_stop_words(stop_words)
+    return frozenset(lemmatise_noun_phrase(w) for w in stop_words)
 
 
 @functools.lru_cache(maxsize=4)
@@ -224,7 +270,9 @@ class CaptureScorer:
             ``None`` loads :func:`metrics.text_encoder.default_text_encoder` (all-MiniLM-L6-v2)
             when first needed.
         weights: (object, attribute, relation) weights of the F1s; the paper's default is 5:5:2.
-        stop_words: ``None`` for the packaged abstract-noun list, a file path, or words (empty: none).
+        stop_words: ``None`` or ``"authors"`` for the authors' list (from the installed
+            ``capture-metric`` package, as published numbers use), ``"project"`` for this
+            project's abstract-noun list, a file path, or words (empty: none).
         soft_reduction: ``"sum"`` (paper §3.2, the package) or ``"mean"`` (appendix Eq. 5 literally).
         conventions: ``"default"``, ``"official"``, ``"project"``, a dict of
             :class:`CaptureConventions` fields or an instance (module docstring).
@@ -250,12 +298,7 @@ class CaptureScorer:
         self.soft_reduction = soft_reduction
         self.noun_check = bool(noun_check)
         self.spacy_model = spacy_model
-        if stop_words is None:
-            self.stop_words = load_stop_words()
-        elif isinstance(stop_words, (str, os.PathLike)):
-            self.stop_words = load_stop_words(stop_words)
-        else:
-            self.stop_words = frozenset(lemmatise_noun_phrase(w) for w in stop_words)
+        self.stop_words = resolve_stop_words(stop_words)
         self._text_encoder = text_encoder
         self._sentence_cache: dict[str, SceneGraph] = {}
         self._caption_cache: dict[str, SceneGraph] = {}

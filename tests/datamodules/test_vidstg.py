@@ -9,13 +9,13 @@ from datamodules.records import GroundedRecord, RecordError
 from datamodules.vidstg import VidSTGDataModule, read_vidstg
 from metrics.vidstg import (
     VidSTGMetric,
-    VidSTGSentence,
     evaluate_vidstg,
     evaluate_vidstg_sentences,
     main,
     sentence_vious,
     tubedetr_frame_grid,
 )
+from metrics.vidstg_annotations import VidSTGSentence
 from tests.fixtures.public_datasets import VIDSTG_TUBE, _vidor_box, write_vidstg_public
 
 

@@ -56,3 +56,28 @@ def test_score_callback_logs_mean_score_and_unparsable_share_during_validation()
         assert math.isnan(logged["val/vc_inspector"].item())
 
 
+
+
+def test_the_documented_command_line_adds_the_callback_to_a_grove_config(tmp_path):
+    """docs/judge.md: the callback joins any GROVE config's trainer from the command line."""
+    from core.lightning_cli import GroveCLI
+
+    from tests.fixtures.paths import ROOT
+
+    class Parsed(Exception):
+        pass
+
+    class ParseOnly(GroveCLI):
+        def before_instantiate_classes(self):
+            raise Parsed(self.config[self.config.subcommand])
+
+    with pytest.raises(Parsed) as parsed:
+        ParseOnly(subclass_mode_model=True, subclass_mode_data=True, parser_kwargs={"parser_mode": "omegaconf"},
+                  args=["test", "--config", str(ROOT / "configs" / "demo.yaml"),
+                        "--trainer.callbacks+=judge.callback.VCInspectorScore",
+                        f"--trainer.callbacks.judge_checkpoint={tmp_path / 'last.ckpt'}",
+                        "--trainer.callbacks.num_frames=8"])
+    callbacks = parsed.value.args[0].trainer.callbacks
+    assert callbacks[-1].class_path == "judge.callback.VCInspectorScore"
+    assert callbacks[-1].init_args.judge_checkpoint == str(tmp_path / "last.ckpt")
+    assert callbacks[-1].init_args.num_frames == 8

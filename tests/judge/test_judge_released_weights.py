@@ -99,7 +99,15 @@ def test_lightning_checkpoint_loads_weights_only_from_its_hyper_parameters(tmp_p
         for name, param in module.named_parameters():
             if "lora_B" in name:
                 param.normal_()
-    torch.save({"state_dict": module.state_dict(), "hyper_parameters": dict(module.hparams)}, tmp_path / "j.ckpt")
+    # as `cli.py fit` wrote it before the judge was a package: the LightningCLI records the class path
+    hparams = {**module.hparams, "_class_path": "lightning_modules.judge_module.JudgeModule",
+               "_instantiator": "lightning.pytorch.cli.instantiate_module"}
+    torch.save({"state_dict": module.state_dict(), "hyper_parameters": hparams}, tmp_path / "j.ckpt")
     loaded = load_judge(str(tmp_path / "j.ckpt"))
     state = loaded.judge.state_dict()
+    assert all(torch.equal(state[k], v) for k, v in module.judge.state_dict().items())
+
+    from judge.callback import VCInspectorScore  # the GROVE-side callback reads it with the same loader
+
+    state = VCInspectorScore(judge_checkpoint=str(tmp_path / "j.ckpt")).load_judge(torch.device("cpu")).state_dict()
     assert all(torch.equal(state[k], v) for k, v in module.judge.state_dict().items())

@@ -1,4 +1,5 @@
-"""The judge's reference-free score of predicted captions, as added to an evaluation report."""
+"""The judge's reference-free score of predicted captions (``python -m judge predictions``)."""
+import json
 import math
 
 import pytest
@@ -24,3 +25,35 @@ def test_report_averages_the_parsed_scores_of_the_predicted_captions(tiny_synthe
                           str(tiny_synthetic_root / "videos"), num_frames=4)
     assert math.isnan(report["vc_inspector"]) and report["vc_inspector_unparsable"] == 1.0
     assert report["vc_inspector_without_caption"] == 1
+
+
+def test_predictions_command_scores_a_predictions_file(tiny_synthetic_root, tmp_path, monkeypatch, capsys):
+    import judge.commands as commands
+    from judge.loading import LoadedJudge
+
+    gt = tiny_synthetic_root / "annotations" / "test.json"
+    records = read_records(gt)
+    preds = {r.key: {"caption": "a red circle." if i == 0 else "a blue star.", "tagged_caption": "", "phrases": [],
+                     "frames": []} for i, r in enumerate(records)}
+    pred_path = tmp_path / "pred.json"
+    pred_path.write_text(json.dumps(preds))
+    judge = ScriptedJudge(lambda c: "5\n\nfine" if "circle" in c else "1\n\nwrong")
+    seen = {}
+
+    def fake_load(spec, ckpt_path=None, overrides=()):
+        seen.update(spec=spec, ckpt=ckpt_path)
+        return LoadedJudge(judge=judge, num_frames=4)
+
+    monkeypatch.setattr(commands, "load_judge", fake_load)
+    out = tmp_path / "report.json"
+    base = ["predictions", "--config", "configs/judge_demo.yaml", "--ckpt_path", "judge.ckpt", "--gt", str(gt),
+            "--pred", str(pred_path), "--out", str(out), "--no_progress"]
+    with pytest.raises(SystemExit, match="--video_root"):
+        commands.main(base)
+    report = commands.main([*base, "--video_root", str(tiny_synthetic_root / "videos")])
+    assert seen == {"spec": ["configs/judge_demo.yaml"], "ckpt": "judge.ckpt"}
+    n = len(records)
+    assert report["vc_inspector"] == pytest.approx((5 + 1 * (n - 1)) / n)
+    assert report["vc_inspector_clips"] == n
+    assert json.loads(out.read_text())["vc_inspector_clips"] == n
+    assert f"written to {out}" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""The real-size GROVE without a GPU: forward and backward on meta storage, parameter counts, memory model.
+"""The real-size GROVE without a GPU: forward and backward on meta storage, parameter counts, memory estimator.
 
 The model of configs/official/grove.yaml is built on the meta device (no weights, no memory) and
 run under ``FakeTensorMode``: every operation computes shapes and dtypes only. The prompt's token
@@ -13,9 +13,9 @@ import torch
 import torch._subclasses.fake_tensor as fake_tensor_module
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
-from lightning_modules.memory_model import ParameterSummary, Workload, activation_values, build_meta_module
 from models.configs import read_stacked_yaml
 from tests.fixtures.paths import ROOT
+from tools.memory_estimator import ParameterSummary, Workload, activation_values, build_meta_module
 
 OFFICIAL = ROOT / "configs" / "official" / "grove.yaml"
 KEYS_REAL = ROOT / "tests" / "fixtures" / "official_grove" / "keys_real.json"
@@ -161,7 +161,7 @@ def test_meta_forward_and_backward_at_official_shapes(official, constant_tokens)
 
 @pytest.mark.parametrize("checkpointing", [False, True])
 def test_activation_formula_matches_saved_tensors(constant_tokens, checkpointing):
-    """The memory model's per-block formulas against the bytes autograd actually keeps (fp32, real
+    """The memory estimator's per-block formulas against the bytes autograd actually keeps (fp32, real
     encoder sizes, 2 frames, a 2-layer LLM at hidden 4096). With checkpointing, only the block inputs
     are kept; the recomputed block's activations exist during backward only, not counted here."""
     config = read_stacked_yaml([OFFICIAL])
@@ -181,8 +181,8 @@ def test_activation_formula_matches_saved_tensors(constant_tokens, checkpointing
     assert predicted == pytest.approx(saved, rel=0.03)  # measured: within 1 %
 
 
-def test_memory_model_script_prints_the_table(capsys):
-    from scripts.memory_model import main
+def test_memory_estimator_script_prints_the_table(capsys):
+    from scripts.estimate_memory import main
 
     main(["--config", str(OFFICIAL), "--gpus", "8", "--max-micro-batch", "2"])
     text = capsys.readouterr().out

@@ -134,7 +134,7 @@ def test_stop_list_drops_the_object_only():
     graph = SceneGraph(["man", "background", "tree"], [("background", "blurry")],
                        [("tree", "in", "background"), ("man", "stand near", "tree")])
     out = filter_scene_graph(graph, nouns={"man", "background", "tree"}, stop_words=stop)
-    # Seed appendix B: the word "will not participate in the object elements matching".
+    # CAPTURE paper, appendix B: the word "will not participate in the object elements matching".
     assert out == SceneGraph(["man", "tree"], graph.attributes, graph.relations)
 
 

@@ -221,3 +221,91 @@ def test_greedy_and_maximum_matchings_by_hand():
     assert m.num_synonym == 1 and m.remaining_candidates == (("kid",),)
     m = match_exact_and_synonyms([("red",), ("red",)], [("red",)], deduplicate=False)
     assert (m.num_candidates, m.num_exact, m.remaining_candidates) == (2, 1, (("red",),))
+
+
+# ---------------------------------------------------------------- the stop list, on captions
+
+STOP_AUTHORS_ONLY = ["surface", "ingredient", "pattern", "text"]  # concrete in how-to videos
+NOUNS = ["car", "stone", "dog", "horse", "cup", "apple", "table", "board", "cake"]
+ADJECTIVES = ["big", "red", "happy", "wooden"]
+VERBS = ["hold", "carry", "eat", "chase"]
+
+
+class WordParser:
+    """A deterministic stand-in for the FACTUAL parser, for both scorers: objects are the known nouns
+    of a sentence, an adjective right before a noun is its attribute, a verb links the first two."""
+
+    def __init__(self, nouns):
+        self.nouns = set(nouns)
+
+    def graph(self, sentence):
+        words = sentence.lower().replace(".", " ").split()
+        objects = list(dict.fromkeys(w for w in words if w in self.nouns))
+        attributes = [(w, a) for a, w in zip(words, words[1:]) if w in self.nouns and a in ADJECTIVES]
+        verbs = [w for w in words if w in VERBS]
+        relations = [(objects[0], verbs[0], objects[1])] if len(objects) > 1 and verbs else []
+        return SceneGraph(objects, attributes, relations)
+
+    def parse(self, sentences, **factual_kwargs):
+        graphs = [self.graph(s) for s in sentences]
+        if not factual_kwargs:
+            return graphs
+        out = []  # the FACTUAL parser's output format, which the package reads
+        for g in graphs:
+            index = {o: i for i, o in enumerate(g.objects)}
+            out.append({"entities": [{"head": o, "attributes": {a for p, a in g.attributes if p == o}}
+                                     for o in g.objects],
+                        "relations": [{"subject": index[s], "relation": r, "object": index[o]}
+                                      for s, r, o in g.relations]})
+        return out
+
+
+def random_caption(rng, nouns):
+    clauses = []
+    for _ in range(rng.integers(1, 4)):
+        first, second = (str(rng.choice(nouns)) for _ in range(2))
+        adjective = f"{rng.choice(ADJECTIVES)} " if rng.random() < 0.5 else ""
+        clauses.append(f"the {adjective}{first} {rng.choice(VERBS)}s the {second}")
+    return " and ".join(clauses).capitalize() + "."
+
+
+def test_authors_stop_list_is_read_from_the_package():
+    if importlib.util.find_spec("capture_metric") is None:
+        pytest.skip("capture-metric==0.1.13 is not installed (pip install capture-metric==0.1.13 --no-deps)")
+    from metrics.capture.capture import load_authors_stop_words, load_stop_words
+
+    authors = load_authors_stop_words()
+    assert len(authors) == 317 and len({w.lower() for w in authors}) == 315
+    assert set(STOP_AUTHORS_ONLY) <= authors and not set(STOP_AUTHORS_ONLY) & load_stop_words()
+    assert {"background", "scene", "moment"} <= authors & load_stop_words()
+    assert CaptureScorer(parser=WordParser(NOUNS), soft_matching=False).stop_words == authors  # the default
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_authors_stop_list_equals_the_package_on_random_captions(package, seed, monkeypatch):
+    from metrics.capture.capture import analyse_captions
+
+    package_module = sys.modules[package.__module__]
+    monkeypatch.setattr(package_module, "sent_tokenize", lambda text: [text])  # one sentence per caption
+    rng = np.random.default_rng(seed)
+    nouns = NOUNS + STOP_AUTHORS_ONLY + ["background", "scene", "moment"]
+    parser = WordParser(nouns)
+    encoder = TableEncoder(seed=seed)
+    theirs_scorer = package(soft_matching=False)  # stop_words=True: the package's own list
+    theirs_scorer.soft_matching, theirs_scorer.text_encoder, theirs_scorer.parser = True, encoder, parser
+    # the noun check's tagger (NLTK data not here): the nouns our scorer finds, for both
+    theirs_scorer.get_all_lemmatized_nouns = lambda text: sorted(analyse_captions([text])[0].nouns)
+    ours = CaptureScorer(parser=parser, text_encoder=encoder)
+    project = CaptureScorer(parser=parser, text_encoder=encoder, stop_words="project")
+    differs = 0
+    for _ in range(12):
+        cand, ref = random_caption(rng, nouns), random_caption(rng, nouns)
+        _, *cand_parsed = theirs_scorer.sample_to_parse_results((0, cand))
+        _, *ref_parsed = theirs_scorer.sample_to_parse_results((0, ref))
+        keys = ["CAPTURE"] + [f"{t}_{m}" for t in ("object", "attribute", "relation")
+                              for m in ("precision", "recall", "f1")]
+        theirs = dict(zip(keys, (float(v) for v in theirs_scorer.compute_f_score(ref_parsed, cand_parsed))))
+        mine = ours.score([cand], [[ref]])
+        assert {k: mine[k] for k in keys} == pytest.approx(theirs, **TOL), (cand, ref)
+        differs += project.score([cand], [[ref]])["CAPTURE"] != pytest.approx(theirs["CAPTURE"], **TOL)
+    assert differs > 0  # the project's list keeps "surface", "ingredient", ...: other scores

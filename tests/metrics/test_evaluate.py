@@ -142,32 +142,11 @@ def test_capture_conventions_option(files, tmp_path):
     assert report["metrics"]["CAPTURE"] == pytest.approx(1.0)
 
 
-def test_judge_option_adds_the_reference_free_score(tiny_synthetic_root, tmp_path, monkeypatch, capsys):
-    import judge.loading as judge_loading
-    from datamodules.records import read_records
-    from tests.judge.judge_fixtures import ScriptedJudge
+def test_capture_stop_words_option(files):
+    _, _, paths, pred_path = files
+    with_capture = dict(FAST, capture=True)
+    assert evaluate_files(paths["json"], pred_path, **with_capture)["settings"]["capture_stop_words"] == "authors"
+    report = main(["--gt", str(paths["json"]), "--pred", str(pred_path), "--text-encoder", "exact",
+                   "--caption-metrics", "", "--capture-stop-words", "project"])
+    assert report["settings"]["capture_stop_words"] == "project" and 0 <= report["metrics"]["CAPTURE"] <= 1
 
-    gt = tiny_synthetic_root / "annotations" / "test.json"
-    records = read_records(gt)
-    preds = {r.key: {"caption": "a red circle." if i == 0 else "a blue star.", "tagged_caption": "", "phrases": [],
-                     "frames": []} for i, r in enumerate(records)}
-    pred_path = tmp_path / "pred.json"
-    pred_path.write_text(json.dumps(preds))
-    judge = ScriptedJudge(lambda c: "5\n\nfine" if "circle" in c else "1\n\nwrong")
-    seen = {}
-
-    def fake_load(spec, ckpt_path=None):
-        seen.update(spec=spec, ckpt=ckpt_path)
-        return judge_loading.LoadedJudge(judge=judge, num_frames=4)
-
-    monkeypatch.setattr(judge_loading, "load_judge", fake_load)
-    base = ["--gt", str(gt), "--pred", str(pred_path), "--text-encoder", "exact", "--caption-metrics", "",
-            "--no-capture", "--judge", "configs/judge_demo.yaml", "--judge-ckpt", "judge.ckpt"]
-    with pytest.raises(SystemExit, match="--judge-video-root"):
-        main(base)
-    report = main([*base, "--judge-video-root", str(tiny_synthetic_root / "videos")])
-    assert seen == {"spec": "configs/judge_demo.yaml", "ckpt": "judge.ckpt"}
-    n = len(records)
-    assert report["judge"]["vc_inspector"] == pytest.approx((5 + 1 * (n - 1)) / n)
-    assert report["judge"]["vc_inspector_clips"] == n
-    assert "VC-Inspector (reference-free, 1-5)" in capsys.readouterr().out

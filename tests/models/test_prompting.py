@@ -159,3 +159,15 @@ def test_tiny_tokenizer_is_deterministic_and_reused(tmp_path):
     assert a.decode(a(text, add_special_tokens=False)["input_ids"]) == text
     # Frequent scene words are single tokens.
     assert len(a.tokenize(" circle")) == 1 and len(a.tokenize(" moves")) == 1
+
+
+def test_official_target_text_option(tokenizer):
+    official = GroundedCaptionPrompter(tokenizer, num_video_tokens=12, target_text="official")
+    as_is = GroundedCaptionPrompter(tokenizer, num_video_tokens=12)
+    assert official.answer_ids(['"The Man cuts <p>A Knife</p>."']) == as_is.answer_ids(["the man cuts <p>a knife</p>."])
+    assert as_is.answer_ids(["The Man"]) != as_is.answer_ids(["the man"])
+    # already formatted answers (the released re-tokenisation) are encoded as they are
+    assert official.answer_ids(["The <p> X </p> [DET]"], formatted=True) == as_is.answer_ids(
+        ["The <p> X </p> [DET]"], formatted=True)
+    with pytest.raises(ValueError, match="target_text"):
+        GroundedCaptionPrompter(tokenizer, num_video_tokens=12, target_text="lower")

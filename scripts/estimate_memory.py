@@ -1,11 +1,11 @@
 """Per-GPU training memory of a GROVE config under DDP, DeepSpeed ZeRO-2 and FSDP.
 
-    python scripts/memory_model.py --config configs/official/grove.yaml [--gpus 8] [--capacity-gib 80]
+    python scripts/estimate_memory.py --config configs/official/grove.yaml [--gpus 8] [--capacity-gib 80]
 
 Builds the config's model on the meta device (no weights), prints its parameter counts, the
 activations one sample keeps for backward (with and without gradient checkpointing), then
 weights / gradients / optimizer state / activations per GPU for micro-batch 1..8 and which setups
-fit the GPU. The model behind the figures: lightning_modules/memory_model.py, docs/scaling.md.
+fit the GPU. The model behind the figures: tools/memory_estimator.py, docs/scaling.md.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import core  # noqa: F401  (torchvision compatibility)
 import argparse
 from pathlib import Path
 
-from lightning_modules.memory_model import (
+from models.configs import read_stacked_yaml
+from tools.memory_estimator import (
     DEFAULT_OVERHEAD_GIB,
     GIB,
     STRATEGIES,
@@ -25,7 +26,6 @@ from lightning_modules.memory_model import (
     largest_fitting,
     table,
 )
-from models.configs import read_stacked_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 

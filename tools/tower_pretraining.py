@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="extra CLI overrides for the config, e.g. --data.init_args.root=...")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    from cli import cli_main
+    from core.lightning_cli import cli_main
 
     # The towers start random here, whatever checkpoints the config names (they are this stage's output).
     # (after the overrides: an override naming the checkpoints to write must not be loaded here)

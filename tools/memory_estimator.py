@@ -49,8 +49,8 @@ def build_meta_module(config: dict, layers: int | None = None, device: str = "me
     from models.configs import part_configs
 
     model = config.get("model") or {}
-    if model.get("class_path", "lightning_modules.GroveModule").rsplit(".", 1)[-1] != "GroveModule":
-        raise ValueError(f"model.class_path: the memory model covers GroveModule, got {model.get('class_path')!r}")
+    if model.get("class_path", "lightning_modules.grove_module.GroveModule").rsplit(".", 1)[-1] != "GroveModule":
+        raise ValueError(f"model.class_path: the memory estimator covers GroveModule, got {model.get('class_path')!r}")
     args = dict(model.get("init_args") or {})
     args.pop("optimizer", None)
     args.pop("lr_scheduler", None)
@@ -59,7 +59,7 @@ def build_meta_module(config: dict, layers: int | None = None, device: str = "me
     args.update({name: replace(cfg, **drop[name]) for name, cfg in part_configs(args).items()})
     lm = args["language_model"]
     if lm.llama_config is None:
-        raise ValueError("model.init_args.language_model.llama_config: the memory model needs the LLM's geometry "
+        raise ValueError("model.init_args.language_model.llama_config: the memory estimator needs the LLM's geometry "
                          "(hidden_size, num_hidden_layers, ...) in the config; a 'path' is not read")
     if layers is not None:
         args["language_model"] = replace(lm, llama_config={**lm.llama_config, "num_hidden_layers": int(layers)})

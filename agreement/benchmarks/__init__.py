@@ -1,0 +1,1 @@
+"""Benchmark readers: each public release format into :class:`agreement.benchmarks.items.Benchmark`."""

@@ -1,0 +1,39 @@
+"""The synthetic FG-Eval sets (VC-Inspector paper, section 4.3): reference captions corrupted by the
+project's generator (:mod:`judge.corruption.generator`), each with its generated 1-5 score; a metric
+should rank them as the scores do (Kendall tau-b and Spearman rho, Table 1).
+
+ActivityNet-FG-Eval corrupts the ActivityNet Captions test captions, YouCook2-FG-Eval the YouCook2
+validation captions (``youcookii_annotations_trainval.json``, read by
+:func:`judge.readers.read_youcook2_captions`): ``python -m judge corrupt --youcook2 FILE --out ...``.
+
+Each item keeps the caption the corruption started from as its reference: reference-based
+metrics then see the uncorrupted caption, an upper bound rather than a comparable figure.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from agreement.benchmarks.items import Benchmark, BenchmarkFormatError, CaptionItem, Visual
+from judge.readers import read_judge_jsonl
+
+FG_STATISTICS = ("kendall_tau_b", "spearman_rho")
+
+
+def read_fg_eval(path: str | Path, name: str = "FG-Eval") -> Benchmark:
+    """Corruption rows (``key``, ``video``, ``caption``, ``score``, ``original_caption``, clip range)."""
+    path = Path(path)
+    rows = read_judge_jsonl(path)
+    items, ratings = [], []
+    for n, row in enumerate(rows):
+        if row.get("score") is None:
+            raise BenchmarkFormatError(f"{path}, row {n + 1} ('{row['key']}'): no 'score' (not a corruption row)")
+        visual = Visual(video=row["video"], start_s=row.get("start_s"), end_s=row.get("end_s"),
+                        start_frame=row.get("start_frame"), end_frame=row.get("end_frame"))
+        refs = [row["original_caption"]] if isinstance(row.get("original_caption"), str) else []
+        items.append(CaptionItem(row["key"], row["caption"], visual, refs, str(row.get("source_key", row["key"]))))
+        ratings.append([float(row["score"])])
+    if not items:
+        raise BenchmarkFormatError(f"{path}: no rows")
+    return Benchmark(name, items, FG_STATISTICS, ratings=np.asarray(ratings), protocol="mean")

@@ -1,0 +1,1 @@
+"""Metrics as agreement scorers (one interface, :class:`agreement.scorers.base.CaptionScorer`)."""

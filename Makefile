@@ -3,13 +3,20 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup demo test test-fast lint bench clean-data
+.PHONY: setup demo webdemo test test-fast lint bench clean-data
 
 setup:
 	bash scripts/setup.sh
 
 demo: setup
 	$(PY) scripts/demo.py
+
+# The web demo on the newest best checkpoint `make demo` wrote (http://127.0.0.1:7860).
+webdemo: setup
+	@ckpt=$$(ls -t runs/demo/version_*/checkpoints/best-*.ckpt 2>/dev/null | head -1); \
+	if [ -z "$$ckpt" ]; then echo "make webdemo: no demo checkpoint in runs/demo/; run make demo first"; exit 1; fi; \
+	echo "web demo of $$ckpt"; \
+	$(PY) -m webdemo --config configs/demo.yaml --ckpt_path "$$ckpt"
 
 test: setup
 	$(PY) -m pytest -q

@@ -9,6 +9,8 @@ set) so that epochs can be compared with TensorBoard's step slider.
 """
 from __future__ import annotations
 
+from core.drawing import default_sizes, draw_boxes, load_font, phrase_colours, wrap_caption
+
 import lightning as L
 import numpy as np
 import torch
@@ -17,14 +19,6 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_warn
 from PIL import Image, ImageDraw
 
-from callbacks.annotated_video_writer import (
-    composite,
-    default_sizes,
-    load_font,
-    phrase_colours,
-    render_overlay,
-    wrap_caption,
-)
 from datamodules.sampling import centre_frames
 from datamodules.video import open_video
 
@@ -60,9 +54,9 @@ def draw_row(frames: np.ndarray, boxes_per_frame, labels_per_frame, colours, lin
     n, h, w = frames.shape[:3]
     row = np.full((h, n * w + (n - 1) * SEPARATOR, 3), 255, dtype=np.uint8)
     for i in range(n):
-        overlay = render_overlay(w, h, boxes_per_frame[i], labels_per_frame[i], colours,
-                                 line_width=line_width, font_size=font_size)
-        row[:, i * (w + SEPARATOR): i * (w + SEPARATOR) + w] = composite(frames[i:i + 1], overlay)[0]
+        row[:, i * (w + SEPARATOR): i * (w + SEPARATOR) + w] = draw_boxes(
+            frames[i:i + 1], boxes_per_frame[i], labels_per_frame[i], colours, line_width=line_width,
+            font_size=font_size)[0]
     return row
 
 

@@ -122,6 +122,8 @@ class GroveModule(L.LightningModule):
         self.max_new_tokens = int(max_new_tokens)
         self.window_mode = window_mode
         self.text_protocol = text_protocol
+        # predict_step also returns every phrase's objectness on every frame (the web demo's plot)
+        self.report_objectness = False
         self.optimizer_factory = optimizer
         self.lr_scheduler_factory = lr_scheduler
         self.model = Grove(global_encoder, grounding_encoder, language_model, decoder)
@@ -237,20 +239,42 @@ class GroveModule(L.LightningModule):
         self._log_teacher_forced("test")
 
     def predict_step(self, batch, batch_idx, dataloader_idx: int = 0):
+        """``{"predictions", "skipped"}``; with ``report_objectness`` set, also ``"objectness"``:
+        every phrase's objectness on every frame, whatever the threshold keeps (:meth:`objectness_by_clip`)."""
         if not batch["keys"]:
             return {"predictions": {}, "skipped": batch["skipped"]}
-        return {"predictions": self.predict_clips(batch), "skipped": batch["skipped"]}
+        out = self.predict_raw(batch)
+        result = {"predictions": self.format_predictions(batch, out.tagged_captions, out.phrases, out.boxes,
+                                                         out.scores, out.captions),
+                  "skipped": batch["skipped"]}
+        if self.report_objectness:
+            result["objectness"] = self.objectness_by_clip(batch, out.phrases, out.scores)
+        return result
 
     # ------------------------------------------------------------------ inference
     @torch.no_grad()
+    def predict_raw(self, batch: dict[str, Any]):
+        """The model's :class:`models.grove.GrovePrediction` for the clips of a batch (tensors)."""
+        captions = list(batch["tagged_captions"]) if self.hparams.teacher_forced else None
+        return self.model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"],
+                                  window=batch["caption_positions"].shape[1], window_mode=self.window_mode,
+                                  caption_positions=batch["caption_positions"], captions=captions,
+                                  max_new_tokens=self.max_new_tokens, text_protocol=self.text_protocol)
+
     def predict_clips(self, batch: dict[str, Any]) -> dict[str, dict]:
         """Prediction-format dicts for the clips of a batch: caption, phrases and boxes on every frame."""
-        captions = list(batch["tagged_captions"]) if self.hparams.teacher_forced else None
-        out = self.model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"],
-                                 window=batch["caption_positions"].shape[1], window_mode=self.window_mode,
-                                 caption_positions=batch["caption_positions"], captions=captions,
-                                 max_new_tokens=self.max_new_tokens, text_protocol=self.text_protocol)
+        out = self.predict_raw(batch)
         return self.format_predictions(batch, out.tagged_captions, out.phrases, out.boxes, out.scores, out.captions)
+
+    @staticmethod
+    def objectness_by_clip(batch, phrases, scores) -> dict[str, dict]:
+        """Per clip key: ``frames`` (source-frame indices of its real frames) and ``scores`` (one row per
+        frame, one objectness probability per phrase of the clip), before any threshold."""
+        mask = batch["frame_mask"].cpu().numpy().astype(bool)
+        scores, frame_indices = scores.float().cpu().numpy(), batch["frame_indices"].cpu().numpy()
+        return {key: {"frames": frame_indices[i][mask[i]].tolist(),
+                      "scores": scores[i][mask[i]][:, :len(phrases[i])].tolist()}
+                for i, key in enumerate(batch["keys"])}
 
     def format_predictions(self, batch, tagged, phrases, boxes, scores, captions=None) -> dict[str, dict]:
         """Tensors -> prediction-format dicts: pixel xyxy boxes, kept where score >= objectness_threshold;

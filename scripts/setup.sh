@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent setup on a bare Debian machine: .venv with the pinned requirements, the Debian
-# packages the metrics need (Java for METEOR, WordNet 3.0), and NLTK's WordNet folder under data/.
+# packages the metrics need (Java for METEOR, WordNet 3.0), Chromium for the web demo's browser
+# test, and NLTK's WordNet folder under data/.
 # A second run only checks stamps and takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,8 @@ need=()
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 [ -f /usr/share/wordnet/data.noun ] || need+=(wordnet-base)
 [ -f /usr/share/wordnet/index.sense ] || need+=(wordnet-sense-index)
+# the web demo's browser test drives Debian's Chromium (Playwright cannot download its own here)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -1,0 +1,68 @@
+"""``python -m webdemo --config CONFIG --ckpt_path CKPT [--judge JUDGE] [--port 7860]``: serve the demo on 127.0.0.1.
+
+Arguments the demo does not know (``--model.init_args.max_new_tokens=32``, ...) go to the config
+parsing as they would on ``cli.py predict``.
+"""
+from __future__ import annotations
+
+import core  # noqa: F401
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from webdemo.workspace import Workspace
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(prog="python -m webdemo", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", action="append", required=True,
+                        help="the config the checkpoint was trained with (repeat to stack configs)")
+    parser.add_argument("--ckpt_path", required=True, help="a GROVE checkpoint (cli.py fit, or a converted release)")
+    parser.add_argument("--judge", default=None,
+                        help="VC-Inspector judge to rate each clip's caption: a judge .ckpt, a released Hugging Face "
+                             "folder, a LoRA adapter folder, or a judge config (with --judge_ckpt)")
+    parser.add_argument("--judge_ckpt", default=None, help="checkpoint of the judge config given as --judge")
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: this machine only)")
+    parser.add_argument("--port", type=int, default=7860)
+    parser.add_argument("--samples", type=int, default=3, help="synthetic sample videos offered on the page")
+    return parser.parse_known_args(argv)
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, overrides = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    for path in [*args.config, args.ckpt_path]:
+        if not Path(path).is_file():
+            sys.exit(f"python -m webdemo: {path} is not a file")
+    signal.signal(signal.SIGTERM, _stop)  # a terminated server cleans up like an interrupted one
+    with Workspace() as workspace:
+        logging.getLogger("webdemo").info("temporary folder %s (removed when the server stops)", workspace.root)
+        # Gradio keeps uploads and served files in its cache: inside the workspace, removed with it
+        os.environ["GRADIO_TEMP_DIR"] = str(workspace.uploads_dir)
+        from webdemo.app import CSS, THEME, build_app
+        from webdemo.predictor import DemoPredictor
+        from webdemo.samples import write_samples
+
+        samples = write_samples(workspace.samples_dir, count=max(1, args.samples))
+        predictor = DemoPredictor(args.config, args.ckpt_path, samples[0].path, overrides)
+        judge = None
+        if args.judge:
+            from webdemo.judging import load_clip_judge
+
+            judge = load_clip_judge(args.judge, args.judge_ckpt)
+        demo = build_app(predictor, workspace, samples[:args.samples], judge)
+        demo.queue(default_concurrency_limit=1).launch(
+            server_name=args.host, server_port=args.port, allowed_paths=[str(workspace.root)], show_error=False,
+            css=CSS, theme=THEME, footer_links=[])
+
+
+if __name__ == "__main__":
+    main()

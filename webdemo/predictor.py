@@ -1,0 +1,194 @@
+"""The predict path of ``cli.py predict``, loaded once and run per upload.
+
+The model, the datamodule class and the trainer come from the same config parsing as the command
+line (:class:`cli.GroveCLI`: stacked configs, the checkpoint's hyper-parameters under the config),
+and the checkpoint's weights are read once, as tensors only. Each request then runs
+``trainer.predict`` on one video with a fresh datamodule and the project's own writers
+(:class:`callbacks.PredictionWriter`, :class:`callbacks.AnnotatedVideoWriter`) pointed at the
+request's folder, so the predictions file is the one ``cli.py predict`` writes for that video with
+the same settings. Requests run one at a time (a lock), since the model's inference settings are
+set per request.
+"""
+from __future__ import annotations
+
+from core.lightning_cli import DATA_PATH_SUFFIXES, GroveCLI, _as_dict
+from core.weights import load_state_dict_file
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import lightning as L
+
+from callbacks.annotated_video_writer import AnnotatedVideoWriter
+from callbacks.prediction_writer import PredictionWriter
+from models.inference import WINDOW_MODES
+from webdemo.results import DemoResult, assemble_clips
+
+# progress(done, total, what): clips predicted so far, or a stage name with done == total
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the page lets a person change; the defaults come from the config and the checkpoint."""
+
+    objectness_threshold: float
+    window_mode: str
+    clip_seconds: float | None
+    stride_seconds: float | None
+    max_new_tokens: int
+
+    def checked(self) -> "Settings":
+        """The settings, or a ValueError whose message suits the page."""
+        if not 0.0 <= float(self.objectness_threshold) <= 1.0:
+            raise ValueError(f"the objectness threshold must be between 0 and 1, got {self.objectness_threshold}")
+        if self.window_mode not in WINDOW_MODES:
+            raise ValueError(f"the window mode must be one of {', '.join(WINDOW_MODES)}, got {self.window_mode!r}")
+        if self.clip_seconds is not None and self.clip_seconds <= 0:
+            raise ValueError("the clip length must be positive (or empty for the whole video as one clip)")
+        if self.stride_seconds is not None and (self.stride_seconds <= 0 or self.clip_seconds is None
+                                                or self.stride_seconds > self.clip_seconds):
+            raise ValueError("the clip stride must be positive and at most the clip length, or empty "
+                             "(clips then follow each other)")
+        if int(self.max_new_tokens) < 1:
+            raise ValueError(f"max new tokens must be at least 1, got {self.max_new_tokens}")
+        return self
+
+
+class _LoadingCLI(GroveCLI):
+    """The command line's parsing and instantiation for ``predict``, without running it.
+
+    The demo predicts on uploads only, so the config's annotation files and video roots (the
+    dataset it was trained or evaluated on) are not needed and not required to exist.
+    """
+
+    def before_instantiate_classes(self) -> None:
+        config = self.config[self.config.subcommand]
+        for key in _as_dict(config.get("data", {}).get("init_args")):
+            if key.endswith(DATA_PATH_SUFFIXES):
+                config[f"data.init_args.{key}"] = None
+        super().before_instantiate_classes()
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        return None
+
+
+class _Collector(L.Callback):
+    """Per-clip objectness and skipped clips of one request, and its progress."""
+
+    def __init__(self, total: int, progress: Progress | None):
+        self.total, self.progress = total, progress
+        self.done = 0
+        self.objectness: dict[str, dict] = {}
+        self.skipped: dict[str, str] = {}
+
+    def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        if isinstance(outputs, dict):
+            self.objectness.update(outputs.get("objectness") or {})
+        for key, reason in batch.get("skipped", []):
+            self.skipped.setdefault(key, reason)
+        self.done += len(batch["keys"]) + len(batch.get("skipped", []))
+        if self.progress is not None:
+            self.progress(min(self.done, self.total), self.total, "clips predicted")
+
+    def on_predict_epoch_end(self, trainer, pl_module):
+        if self.progress is not None:
+            self.progress(self.total, self.total, "drawing the annotated video")
+
+
+class DemoPredictor:
+    """A GROVE checkpoint ready to predict on uploads.
+
+    Args:
+        configs: the config files the checkpoint was trained with (stacked in order).
+        ckpt_path: a checkpoint of ``cli.py fit`` (or a converted official one).
+        placeholder_video: any readable video; ``predict`` parsing checks that ``data.videos`` exists.
+        overrides: more command-line overrides (``--model.init_args....=...``).
+    """
+
+    def __init__(self, configs: Sequence[str | Path], ckpt_path: str | Path, placeholder_video: str | Path,
+                 overrides: Sequence[str] = ()):
+        args = ["predict"]
+        for config in configs:
+            args += ["--config", str(config)]
+        args += [f"--ckpt_path={ckpt_path}", f"--data.init_args.videos={placeholder_video}",
+                 # decoding in the server process: no worker processes forked from a threaded server
+                 "--data.init_args.num_workers=0", "--trainer.logger=false", *overrides]
+        cli = _LoadingCLI(subclass_mode_model=True, subclass_mode_data=True, save_config_callback=None,
+                          parser_kwargs={"parser_mode": "omegaconf"}, args=args, run=True)
+        self.module, self.trainer, self.datamodule = cli.model, cli.trainer, cli.datamodule
+        if not hasattr(self.module, "report_objectness") or not hasattr(self.datamodule, "make_video_dataset"):
+            raise ValueError(f"{', '.join(map(str, configs))}: the web demo needs a GROVE model "
+                             "(lightning_modules.GroveModule) and a grounded-video datamodule")
+        state = load_state_dict_file(ckpt_path, "--ckpt_path")
+        self.module.load_state_dict(state, strict=self.module.strict_loading)
+        self.module.eval()
+        hp = self.datamodule.hparams
+        self.defaults = Settings(self.module.objectness_threshold, self.module.window_mode, hp.video_clip_seconds,
+                                 hp.video_clip_stride_seconds, self.module.max_new_tokens)
+        self._lock = threading.Lock()
+
+    def _datamodule(self, video: Path, settings: Settings):
+        """A fresh datamodule of the config's class and settings, predicting on ``video``."""
+        hp = {key: value for key, value in self.datamodule.hparams.items() if not key.startswith("_")}
+        hp.update(videos=str(video), video_clip_seconds=settings.clip_seconds,
+                  video_clip_stride_seconds=settings.stride_seconds)
+        return type(self.datamodule)(**hp, prompter=self.datamodule.prompter)
+
+    def _writers(self, out_dir: Path) -> list[L.Callback]:
+        """The config's prediction writers (or new ones), pointed at ``out_dir``."""
+        found = {}
+        for callback in self.trainer.callbacks:
+            if isinstance(callback, (PredictionWriter, AnnotatedVideoWriter)):
+                found.setdefault(type(callback), callback)
+        writers = [found.get(PredictionWriter) or PredictionWriter(),
+                   found.get(AnnotatedVideoWriter) or AnnotatedVideoWriter()]
+        for writer in writers:
+            writer.output_dir = str(out_dir)
+        return writers
+
+    def predict(self, video: str | Path, settings: Settings, out_dir: str | Path,
+                progress: Progress | None = None, video_name: str | None = None) -> DemoResult:
+        """Predict on one (already checked) video; the files go to ``out_dir``."""
+        settings = settings.checked()
+        video, out_dir = Path(video), Path(out_dir)
+        with self._lock:
+            started = time.perf_counter()
+            datamodule = self._datamodule(video, settings)
+            datamodule.setup("predict")
+            dataset = datamodule.datasets["predict"]
+            if dataset.unreadable:
+                raise ValueError(f"the video could not be read: {dataset.unreadable[0][1]}")
+            module = self.module
+            module.objectness_threshold = float(settings.objectness_threshold)
+            module.window_mode = settings.window_mode
+            module.max_new_tokens = int(settings.max_new_tokens)
+            module.report_objectness = True
+            writers = self._writers(out_dir)
+            collector = _Collector(len(dataset.records), progress)
+            added = [w for w in writers if w not in self.trainer.callbacks]
+            self.trainer.callbacks[:0] = [collector]  # first: says "drawing" before the writers draw
+            self.trainer.callbacks.extend(added)
+            try:
+                self.trainer.predict(module, datamodule=datamodule, return_predictions=False)
+            finally:
+                module.report_objectness = False
+                for callback in [collector, *added]:
+                    self.trainer.callbacks.remove(callback)
+            prediction_writer, video_writer = writers
+            predictions_path = prediction_writer.last_paths["predict"]
+            predictions = json.loads(predictions_path.read_text())
+            info = dataset.videos[0]
+            clips = assemble_clips(dataset.records, predictions, collector.objectness, collector.skipped)
+            return DemoResult(
+                video_name=video_name or video.name, video_path=str(video), fps=info.fps, width=info.width,
+                height=info.height, num_frames=info.num_frames, threshold=float(settings.objectness_threshold),
+                clips=clips, predictions_path=predictions_path,
+                annotated_path=video_writer.written[-1] if video_writer.written else None,
+                seconds=time.perf_counter() - started,
+                notes=[f"annotated video not written: {r}" for r in video_writer.skipped.values()
+                       if "annotated video" in r])

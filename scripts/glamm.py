@@ -69,9 +69,10 @@ def read_inputs(inputs: list[str], frames_per_video: int) -> list[tuple[str, np.
 
 
 def _caption(args) -> int:
+    from core.drawing import composite, phrase_colours, render_overlay
+
     from PIL import Image
 
-    from callbacks.annotated_video_writer import PALETTE, composite, render_overlay
     from models.glamm import GLaMM
 
     device, dtype = _device_and_dtype(args.device)
@@ -83,7 +84,7 @@ def _caption(args) -> int:
         result = model.ground(frame[None], max_new_tokens=args.max_new_tokens)[0]
         keep = result.has_box.numpy()
         phrases = [p for p, k in zip(result.phrases, keep) if k]
-        colours = {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(dict.fromkeys(phrases))}
+        colours = phrase_colours(phrases)
         overlay = render_overlay(frame.shape[1], frame.shape[0], result.boxes.numpy()[keep] + [0, 0, 1, 1],
                                  phrases, colours, caption=result.caption)
         Image.fromarray(composite(frame[None], overlay)[0]).save(out / f"{name}.jpg")

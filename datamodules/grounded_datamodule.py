@@ -91,6 +91,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
     # The dataset class and how a split's records are read: subclasses for other public layouts
     # (VidSTG, ActivityNet-Entities) or lazy reading (HowToGround1M) replace these two.
     dataset_class = GroundedClipDataset
+    collate_class = GroundedCollate
 
     def load_records(self, split: str, path: Path):
         """The records of one split: a list, or any lazy ``Sequence`` of GroundedRecord."""
@@ -142,7 +143,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
             batch_size=batch_size,
             sampler=EpochIndexSampler(len(dataset), shuffle=train, seed=hp.seed),
             num_workers=hp.num_workers,
-            collate_fn=GroundedCollate(self.prompter, train=train, seed=hp.seed),
+            collate_fn=self.collate_class(self.prompter, train=train, seed=hp.seed),
             persistent_workers=hp.num_workers > 0,
             drop_last=False,
         )

@@ -117,12 +117,22 @@ def _collapse(text: str) -> str:
     return re.sub(r"\s+([.,;:!?])", r"\1", text)
 
 
+_DET_AFTER_PHRASE = re.compile(r"</p>\s*\[DET\]")
+_STRAY_DET = re.compile(r"\s*\[DET\]\s*")
+
+
 def format_target(tagged_caption: str) -> str:
-    """``... <p>a red circle</p> ...`` -> ``... <p> a red circle </p> [DET] ...`` (existing [DET]s dropped)."""
-    text = tagged_caption.replace(DET_TOKEN, " ")
+    """``... <p>a red circle</p> ...`` -> ``... <p> a red circle </p> [DET] ...``.
+
+    As the released datasets build targets (the tags inserted into the caption), the caption's own
+    whitespace is kept as written, runs of spaces included (``two  people``); only the spaces at a
+    phrase's tag boundaries are dropped, and the text is stripped at both ends. A ``[DET]`` after
+    ``</p>`` is the format's own (so formatting twice changes nothing); any other becomes one space.
+    """
+    text = _STRAY_DET.sub(" ", _DET_AFTER_PHRASE.sub(PHRASE_END, tagged_caption))
     # A function replacement: phrase text is inserted verbatim, whatever characters it holds.
     text = _PHRASE.sub(lambda m: f"{PHRASE_START} {m.group(1)} {PHRASE_END} {DET_TOKEN}", text)
-    return re.sub(r"\s+", " ", text).strip()
+    return text.strip()
 
 
 TARGET_TEXTS = ("as_is", "official")

@@ -96,6 +96,12 @@ class PointingDataModule(GroundedVideoDataModule):
         self.pointing_dataset = dataset
         self.target_fps = float(target_fps)
 
+    def setup(self, stage: str | None = None) -> None:
+        if stage != "predict":
+            raise ValueError(f"data: {type(self).__name__} serves `cli.py predict` only (got stage {stage!r}); "
+                             "score its predictions with `python -m metrics.pointing` (docs/pointing_benchmarks.md)")
+        super().setup(stage)
+
     def load_records(self, split: str, path: Path):
         return read_pointing_records(path, self.pointing_dataset)
 

@@ -152,4 +152,5 @@ def test_predict_and_score_through_the_cli(synthetic_youcook, tmp_path):
     report = evaluate_files(synthetic_youcook, path, "youcook", missing="error")
     entries = pickle.loads(synthetic_youcook.read_bytes())
     assert report["valid"] == sum(b is not None for e in entries for b in e["segment_bboxes"])
-    assert isinstance(PointingDataModule(test_annotations=str(synthetic_youcook)).pointing_dataset, str)
+    with pytest.raises(ValueError, match="serves `cli.py predict` only"):
+        PointingDataModule(test_annotations=str(synthetic_youcook)).setup("test")

@@ -147,17 +147,27 @@ def pointing_accuracy(records: Sequence[PointingRecord], predictions: Mapping[st
     }
 
 
-def evaluate_files(gt: str | Path, pred: str | Path, dataset: str, missing: str = "miss") -> dict[str, Any]:
+def evaluate_files(gt: str | Path, pred: str | Path | Sequence[str | Path], dataset: str,
+                   missing: str = "miss") -> dict[str, Any]:
+    """The report for ``pred`` (one file, or several: one per process of a multi-GPU predict, whose
+    clips are merged; a clip in two files keeps the first)."""
+    paths = [pred] if isinstance(pred, (str, Path)) else list(pred)
+    predictions: dict[str, Any] = {}
+    for path in paths:
+        for key, value in read_predictions(path).items():
+            predictions.setdefault(key, value)
     records = read_pointing_records(gt, dataset)
-    report = pointing_accuracy(records, read_predictions(pred), missing=missing, source=str(pred))
-    return {"dataset": dataset, "gt": str(gt), "pred": str(pred), **report}
+    source = ", ".join(map(str, paths))
+    report = pointing_accuracy(records, predictions, missing=missing, source=source)
+    return {"dataset": dataset, "gt": str(gt), "pred": source, **report}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m metrics.pointing", description=__doc__.split("\n\n")[0])
     parser.add_argument("--gt", required=True, help="full_annotations.pkl of the benchmark")
-    parser.add_argument("--pred", required=True,
-                        help="predictions: the project's JSON or the released inference's pickle")
+    parser.add_argument("--pred", required=True, nargs="+",
+                        help="predictions: the project's JSON (several: the per-process files of a multi-GPU "
+                             "predict) or the released inference's pickle")
     parser.add_argument("--dataset", required=True, choices=sorted(POINTING_DATASETS))
     parser.add_argument("--missing", default="miss", choices=MISSING_POLICIES,
                         help="a ground-truth clip without prediction: its boxed seconds are misses, or an error")

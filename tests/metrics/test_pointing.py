@@ -176,6 +176,13 @@ def test_files_official_pickle_and_project_json(tmp_path, capsys):
     for path in (official, json_path):
         report = evaluate_files(gt_path, path, "youcook")
         assert (report["correct"], report["valid"]) == expected[1:]
+    keys = sorted(preds)
+    halves = []
+    for k, part in enumerate((keys[::2], keys[1::2])):  # a two-process predict: one file per rank
+        halves.append(tmp_path / f"predictions_predict.rank{k}.json")
+        halves[-1].write_text(json.dumps({key: as_json[key] for key in part}))
+    report = evaluate_files(gt_path, halves, "youcook", missing="error")
+    assert (report["correct"], report["valid"]) == expected[1:]
     out = tmp_path / "report.json"
     main(["--gt", str(gt_path), "--pred", str(official), "--dataset", "youcook", "--out", str(out)])
     assert f"{expected[0]:.2f}%" in capsys.readouterr().out

@@ -1,9 +1,10 @@
 """The pointing benchmarks' inference (YouCook-Interactions, GroundingYouTube), as the released GROVE runs it.
 
 The caption is teacher-forced as one grounded phrase (``<p> caption </p> [DET]``, built by
-:mod:`datamodules.pointing`) and grounded on every sampled frame with the released windows
-(``official_pointing`` in :mod:`models.inference`: 8 interleaved frames per window, each frame's
-box kept once); temporal objectness is not applied, so every frame has a box. Boxes are scaled
+:mod:`datamodules.pointing`) after the released benchmarks' own question
+(:data:`models.prompting.OFFICIAL_POINTING_QUESTION`), and grounded on every sampled frame with
+the released windows (``official_pointing`` in :mod:`models.inference`: 8 interleaved frames per
+window, each frame's box kept once); temporal objectness is not applied, so every frame has a box. Boxes are scaled
 by the annotated width and height and turned into corners without clipping, as released. Each
 target second then takes the box of the sampled frame nearest in time.
 """
@@ -16,6 +17,7 @@ import torch
 
 from datamodules.pointing_records import closest_samples
 from models.grove import Grove
+from models.prompting import OFFICIAL_POINTING_QUESTION
 
 POINTING_WINDOW_MODE = "official_pointing"
 
@@ -34,7 +36,8 @@ def pointing_predictions(model: Grove, batch: dict[str, Any]) -> dict[str, dict]
     target second ``final_boxes`` (``[[x1, y1, x2, y2]]``), ``selected_pts`` and ``target_seconds``."""
     window = batch["caption_positions"].shape[1]
     out = model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"], window=window,
-                        window_mode=POINTING_WINDOW_MODE, answers=list(batch["answers"]))
+                        window_mode=POINTING_WINDOW_MODE, answers=list(batch["answers"]),
+                        question=OFFICIAL_POINTING_QUESTION)
     corners = pixel_corners(out.boxes[:, :, :1].float(), batch["size"].float()).to(torch.float32).cpu().numpy()
     frame_counts = batch["frame_mask"].sum(dim=1).tolist()
     frame_indices = batch["frame_indices"].cpu().numpy()

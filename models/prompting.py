@@ -52,6 +52,9 @@ OFFICIAL_QUESTIONS = (
     "Could you provide me with an analysis of this video? Please output with interleaved bounding boxes for the "
     "corresponding parts of the answer.",
 )
+# The question of the released pointing-benchmark inference (YouCook-Interactions, GroundingYouTube).
+OFFICIAL_POINTING_QUESTION = ("Could you please give me a description of the video? Please include a single "
+                              "bounding box per frame capturing the activity described in the caption.")
 # The paper's question first: evaluation always asks it; training samples among all six.
 DEFAULT_QUESTIONS = (
     "Could you please give me a description of the video? Please respond with interleaved bounding "
@@ -305,9 +308,10 @@ class GroundedCaptionPrompter:
         return [ids + [self.tokenizer.eos_token_id] for ids in encoded]
 
     def encode_training(self, tagged_captions: list[str], rng: random.Random | None = None,
-                        formatted: bool = False) -> dict[str, Tensor]:
-        """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 outside the answer)."""
-        question = self._question(rng)
+                        formatted: bool = False, question: str | None = None) -> dict[str, Tensor]:
+        """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 outside the answer);
+        ``question`` replaces the prompter's own (the pointing benchmarks ask another)."""
+        question = self._question(rng) if question is None else question
         prompt = self.prompt_ids(question)
         answers = self.answer_ids(list(tagged_captions), formatted=formatted)
         length = max((len(prompt) + len(a) for a in answers), default=len(prompt))

@@ -17,6 +17,7 @@ from lightning_modules.pointing import pixel_corners, pointing_predictions
 from models.configs import model_configs_from_yaml
 from models.grove import Grove
 from models.inference import clip_windows
+from models.prompting import OFFICIAL_POINTING_QUESTION
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = [ROOT / "configs" / "official" / "tiny.yaml"]
@@ -98,15 +99,35 @@ def test_dataset_reads_the_sampled_frames(synthetic_youcook):
     assert "answers" not in plain
 
 
-def test_answer_is_forced_as_written(synthetic_youcook):
-    """The caption is forced as ``<p> caption </p> [DET]`` + EOS: stripped, case and inner spacing kept."""
+def test_answer_is_forced_as_written_after_the_pointing_question():
+    """The caption is forced as ``<p> caption </p> [DET]`` + EOS (stripped, case and inner spacing
+    kept) after the benchmarks' own question."""
     model = Grove(**model_configs_from_yaml(TINY)).eval()
     prompter = model.prompter
     answer = pointing_answer("  Add  Salt ")
     assert answer == "<p> Add  Salt </p> [DET]"
-    ids = prompter.encode_training([answer], formatted=True)["input_ids"][0].tolist()
+    ids = prompter.encode_training([answer], formatted=True, question=OFFICIAL_POINTING_QUESTION)["input_ids"][0]
+    prompt = prompter.prompt_ids(OFFICIAL_POINTING_QUESTION)
     expected = prompter.tokenizer(" " + answer, add_special_tokens=False)["input_ids"]
-    assert ids[len(prompter.prompt_ids(prompter.questions[0])):] == [*expected, prompter.tokenizer.eos_token_id]
+    assert ids.tolist() == [*prompt, *expected, prompter.tokenizer.eos_token_id]
+    assert prompt != prompter.prompt_ids(prompter.questions[0])
+
+
+def test_pointing_input_ids_equal_the_released_ones_on_the_real_vocabulary():
+    """The released tokenize_prompt: LLaVA-v1 conversation with the pointing question and the answer."""
+    from models.language_model import load_tokenizer_folder
+    from models.prompting import GroundedCaptionPrompter, add_grove_tokens
+    from tests.models.official_llama_rules import OfficialRules, llama_tokenizer_root
+
+    folder = llama_tokenizer_root() / "glamm"
+    rules = OfficialRules(folder / "tokenizer.model")
+    tokenizer = load_tokenizer_folder(folder)
+    add_grove_tokens(tokenizer, "official")
+    prompter = GroundedCaptionPrompter(tokenizer, 1, template="llava_v1", style="official", sample_question=False)
+    for caption in ("cut the onion", " Add  the salt to the pan. ", "stir (slowly) 2 times"):
+        answer = pointing_answer(caption)
+        ids = prompter.encode_training([answer], formatted=True, question=OFFICIAL_POINTING_QUESTION)
+        assert ids["input_ids"][0].tolist() == rules.training(OFFICIAL_POINTING_QUESTION, answer)[0]
 
 
 def test_pointing_predictions_pick_the_nearest_frame(synthetic_youcook):
@@ -119,7 +140,7 @@ def test_pointing_predictions_pick_the_nearest_frame(synthetic_youcook):
     preds = pointing_predictions(model, batch)
     assert list(preds) == [records[0].key, records[2].key]
     out = model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"], window=8,
-                        window_mode="official_pointing", answers=batch["answers"])
+                        window_mode="official_pointing", answers=batch["answers"], question=OFFICIAL_POINTING_QUESTION)
     for i, record in enumerate((records[0], records[2])):
         pred = preds[record.key]
         n = int(batch["frame_mask"][i].sum())

@@ -1,13 +1,13 @@
 """YouCook-Interactions / GroundingYouTube segments as model inputs, for the pointing benchmarks' predict.
 
-A sample holds the segment's frames at 5 fps (:func:`datamodules.pointing_records.sample_timestamps`),
+A sample holds the segment's frames at 5 fps (:func:`formats.pointing_records.sample_timestamps`),
 preprocessed for both encoders, and the answer the released inference teacher-forces: the caption
 as one grounded phrase, ``<p> caption </p> [DET]``. The model grounds it on every sampled frame and
 keeps, per target second, the box of the nearest sampled frame
 (:func:`lightning_modules.pointing.pointing_predictions`); ``metrics.pointing`` scores the result.
 
 Frames are read by timestamp: the frame shown at or after each sampled time
-(:func:`datamodules.pointing_records.frame_at_seconds`, from the video's own frame rate).
+(:func:`formats.pointing_records.frame_at_seconds`, from the video's own frame rate).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import torch
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule
 from datamodules.grounded_dataset import GroundedClipDataset, GroundedCollate
-from datamodules.pointing_records import (
+from formats.pointing_records import (
     POINTING_FPS,
     PointingRecord,
     dataset_fields,
@@ -29,7 +29,7 @@ from datamodules.pointing_records import (
     read_pointing_records,
     sample_timestamps,
 )
-from datamodules.video import open_video
+from formats.video import open_video
 
 
 def pointing_answer(caption: str) -> str:

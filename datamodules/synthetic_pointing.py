@@ -4,7 +4,7 @@ Each segment is a short video of one coloured square moving over a grey backgrou
 names the square, and each target second's ground-truth box is the square's box at that second
 (every fourth second left without a box, as annotators leave some). Written as the benchmarks
 distribute them: ``OUT/videos/<video_id>.mp4`` and ``OUT/full_annotations.pkl`` (a list of dicts
-with the fields :mod:`datamodules.pointing_records` reads; frame rates of 24, 25 and 30 so the
+with the fields :mod:`formats.pointing_records` reads; frame rates of 24, 25 and 30 so the
 5-fps stride differs between segments)::
 
     python -m datamodules.synthetic_pointing --out data/synthetic_youcook --dataset youcook
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from datamodules.pointing_records import dataset_fields
-from datamodules.video import write_video
+from formats.pointing_records import dataset_fields
+from formats.video import write_video
 
 COLOURS = {"red": (220, 40, 40), "green": (40, 190, 60), "blue": (50, 80, 230), "yellow": (230, 210, 40)}
 FRAME_RATES = (30.0, 25.0, 24.0)

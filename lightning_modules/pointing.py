@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from datamodules.pointing_records import closest_samples
+from formats.pointing_records import closest_samples
 from models.grove import Grove
 from models.prompting import OFFICIAL_POINTING_QUESTION
 

@@ -37,8 +37,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from datamodules.pointing_records import POINTING_DATASETS, PointingRecord, read_pointing_records
-from datamodules.safe_pickle import safe_load
+from formats.pointing_records import POINTING_DATASETS, PointingRecord, read_pointing_records
+from formats.safe_pickle import safe_load
 
 MISSING_POLICIES = ("miss", "error")
 MAX_EXAMPLES = 10

@@ -11,8 +11,8 @@ import torch
 
 from datamodules.grounded_dataset import GroundedCollate
 from datamodules.pointing import PointingClipDataset, PointingCollate, PointingDataModule, pointing_answer
-from datamodules.pointing_records import closest_samples, frame_at_seconds, read_pointing_records, sample_timestamps
 from datamodules.synthetic_pointing import generate_pointing_dataset
+from formats.pointing_records import closest_samples, frame_at_seconds, read_pointing_records, sample_timestamps
 from lightning_modules.pointing import pixel_corners, pointing_predictions
 from models.configs import model_configs_from_yaml
 from models.grove import Grove

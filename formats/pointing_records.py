@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from datamodules.records import RecordError
-from datamodules.safe_pickle import safe_load
+from formats.records import RecordError
+from formats.safe_pickle import safe_load
 
 # dataset name -> (segment index field, target seconds field)
 POINTING_DATASETS = {

@@ -10,8 +10,8 @@ import pytest
 import torch
 import yaml
 
+from glamm.model import GCG_QUESTION, GLaMM, llm_config_from_folder
 from models.configs import LanguageModelConfig
-from models.glamm import GCG_QUESTION, GLaMM, llm_config_from_folder
 from tests.fixtures.official_glamm_state import save_glamm_folder
 from tests.models.official_llama_rules import llama_tokenizer_root
 

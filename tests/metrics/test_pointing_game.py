@@ -7,8 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
-from datamodules.pointing_records import pointing_record, read_pointing_records
-from datamodules.records import RecordError
+from formats.pointing_records import pointing_record, read_pointing_records
+from formats.records import RecordError
 from metrics.pointing import PointingInputError, evaluate_files, main, pointing_accuracy
 
 

@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader
 
 from datamodules.epoch_sampler import EpochDataLoader, EpochIndexSampler
 from datamodules.grounded_dataset import ON_ERROR, GroundedClipDataset, GroundedCollate
-from datamodules.records import read_records
+from formats.records import read_records
 
 
 def require_path(value: str | None, key: str, section: str, what: str) -> Path:
@@ -91,6 +91,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
     # The dataset class and how a split's records are read: subclasses for other public layouts
     # (VidSTG, ActivityNet-Entities) or lazy reading (HowToGround1M) replace these two.
     dataset_class = GroundedClipDataset
+    collate_class = GroundedCollate
 
     def load_records(self, split: str, path: Path):
         """The records of one split: a list, or any lazy ``Sequence`` of GroundedRecord."""
@@ -142,7 +143,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
             batch_size=batch_size,
             sampler=EpochIndexSampler(len(dataset), shuffle=train, seed=hp.seed),
             num_workers=hp.num_workers,
-            collate_fn=GroundedCollate(self.prompter, train=train, seed=hp.seed),
+            collate_fn=self.collate_class(self.prompter, train=train, seed=hp.seed),
             persistent_workers=hp.num_workers > 0,
             drop_last=False,
         )

@@ -58,12 +58,14 @@ def backend_classes() -> dict[str, dict[str, type]]:
     from annotation.hf_frame_annotator import CaptionerDetectorFrameAnnotator
     from annotation.noisy_oracle import NoisyOracleFrameAnnotator
     from annotation.phrase_classification import EmbeddingPhraseClassifier, LLMPhraseClassifier
+    from annotation.tracker_stage3 import CoTrackerStage3, OracleTrackerStage3, SAM2Stage3
 
     return {
         "stage1": {"noisy_oracle": NoisyOracleFrameAnnotator, "captioner_detector": CaptionerDetectorFrameAnnotator,
                    "glamm": GLaMMFrameAnnotator},
         "stage2": {"rule": RuleCaptionAggregator, "llm": LLMCaptionAggregator},
-        "stage3": {"embedding": EmbeddingPhraseClassifier, "llm": LLMPhraseClassifier},
+        "stage3": {"embedding": EmbeddingPhraseClassifier, "llm": LLMPhraseClassifier, "cotracker": CoTrackerStage3,
+                   "sam2": SAM2Stage3, "oracle_tracker": OracleTrackerStage3},
         "llm": {"transformers": TransformersChat, "openai": OpenAIChat},
     }
 

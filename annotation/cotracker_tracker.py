@@ -23,14 +23,16 @@ def pick_device(device: str) -> torch.device:
 
 class CoTrackerBoxTracker:
     """``path``: the released ``scaled_offline.pth`` (or any CoTracker3 offline state dict);
-    ``model_config``: sizes the file does not fix (e.g. ``model_resolution``, ``num_heads`` of a tiny model)."""
+    ``model_config``: sizes the file does not fix (e.g. ``model_resolution``, ``num_heads`` of a tiny model).
+    ``path: null`` builds the ``model_config`` model with random weights (seeded by ``seed``): plumbing only."""
 
     name = "cotracker"
 
-    def __init__(self, path: str | Path, model_config: dict | None = None, points_per_side: int = 4,
+    def __init__(self, path: str | Path | None, model_config: dict | None = None, points_per_side: int = 4,
                  min_visible: float = 0.5, iters: int = 6, support_grid_size: int = 6,
-                 visibility_threshold: float = 0.9, batch_size: int = 4, device: str = "auto"):
-        self.path, self.model_config = Path(path), dict(model_config or {})
+                 visibility_threshold: float = 0.9, batch_size: int = 4, device: str = "auto", seed: int = 0):
+        self.path = None if path is None else Path(path)
+        self.model_config, self.seed = dict(model_config or {}), int(seed)
         self.per_side, self.min_visible = int(points_per_side), float(min_visible)
         self.iters, self.support_grid_size = int(iters), int(support_grid_size)
         self.visibility_threshold, self.batch_size = float(visibility_threshold), max(1, int(batch_size))
@@ -40,14 +42,18 @@ class CoTrackerBoxTracker:
     @property
     def predictor(self):
         if self._predictor is None:
-            from models.cotracker3 import CoTracker3Config, CoTracker3Predictor
+            from models.cotracker3 import CoTracker3Config, CoTracker3Offline, CoTracker3Predictor
             from models.cotracker3_checkpoint import load_cotracker3
 
             options = dict(self.model_config)
             if "model_resolution" in options:
                 options["model_resolution"] = tuple(options["model_resolution"])
             base = replace(CoTracker3Config(), **options)
-            model = load_cotracker3(self.path, base, self.device)
+            if self.path is None:
+                torch.manual_seed(self.seed)
+                model = CoTracker3Offline(base).to(self.device).eval()
+            else:
+                model = load_cotracker3(self.path, base, self.device)
             self._predictor = CoTracker3Predictor(model, self.iters, self.support_grid_size,
                                                   self.visibility_threshold).to(self.device).eval()
         return self._predictor

@@ -121,14 +121,16 @@ class CoTrackerStage3(TrackerStage3):
 
     name = "cotracker"
 
-    def __init__(self, path: str | Path, model_config: dict | None = None, points_per_side: int = 4,
+    def __init__(self, path: str | Path | None, model_config: dict | None = None, points_per_side: int = 4,
                  min_visible: float = 0.5, iters: int = 6, support_grid_size: int = 6,
-                 visibility_threshold: float = 0.9, batch_size: int = 4, device: str = "auto", key_frames: int = 5,
+                 visibility_threshold: float = 0.9, batch_size: int = 4, device: str = "auto", seed: int = 0,
+                 key_frames: int = 5,
                  encoder: str = "minilm", threshold: float = 0.5, keep_humans_apart: bool = True, text_encoder=None):
         super().__init__(key_frames, encoder, threshold, keep_humans_apart, text_encoder)
         self.tracker_options = dict(path=path, model_config=model_config, points_per_side=points_per_side,
                                     min_visible=min_visible, iters=iters, support_grid_size=support_grid_size,
-                                    visibility_threshold=visibility_threshold, batch_size=batch_size, device=device)
+                                    visibility_threshold=visibility_threshold, batch_size=batch_size, device=device,
+                                    seed=seed)
 
     def make_tracker(self):
         from annotation.cotracker_tracker import CoTrackerBoxTracker

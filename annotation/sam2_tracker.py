@@ -10,7 +10,6 @@ One model per worker (on the GPU when there is one). The objects of a clip are t
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -62,11 +61,12 @@ class SAM2BoxTracker:
     @property
     def model(self):
         if self._model is None:
-            os.environ.setdefault("TQDM_DISABLE", "1")  # the predictor draws a bar per propagation
             import core  # noqa: F401  (sam2 imports torchvision)
+            import sam2.sam2_video_predictor as svp
             from hydra.utils import instantiate
             from omegaconf import OmegaConf
 
+            svp.tqdm = lambda items, **_: items  # no progress bar per propagation (the engines draw their own)
             cfg = OmegaConf.load(_model_yaml(self.model_config))
             cfg.model._target_ = "sam2.sam2_video_predictor.SAM2VideoPredictor"
             torch.manual_seed(self.seed)  # a model without checkpoint (tests, plumbing) is the same every run

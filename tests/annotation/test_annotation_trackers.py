@@ -118,3 +118,26 @@ def test_cotracker_batches_equal_single_clips(synthetic):
         np.testing.assert_array_equal(a.present, b.present)
     # a query box is on its own frame exactly where it was asked (the query points are kept)
     np.testing.assert_allclose(together[1].boxes[3, 1], [10, 12, 40, 30], atol=1e-3)
+
+
+def test_tracks_travel_between_workers_as_json():
+    import json
+
+    from annotation.clips import ClipSpec
+    from annotation.frame_annotations import ClipFrameAnnotations, FrameAnnotation
+    from annotation.tracker_stage3 import Track, TrackerStage3
+
+    clip = ClipFrameAnnotations(ClipSpec("v.mp4", "v", "0", 0, 10, 5.0), 5.0, 0, 10, 64, 48,
+                                [FrameAnnotation(0, "A red circle.", ["a red circle"], [[1, 2, 3, 4]], [0.9]),
+                                 FrameAnnotation(1, "", [], np.zeros((0, 4)), [])],
+                                [Track("a red circle", 0, 0.9, np.array([[1, 2, 3, 4], [2, 2, 4, 4]], np.float32),
+                                       np.array([True, True])),
+                                 Track("a red disc", 1, 0.8, np.array([[0, 0, 0, 0], [5, 5, 9, 9]], np.float32),
+                                       np.array([False, True]))])
+    back = ClipFrameAnnotations.from_dict(json.loads(json.dumps(clip.to_dict())))
+    assert [t.to_dict() for t in back.tracks] == [t.to_dict() for t in clip.tracks]
+    tracked = TrackerStage3.tracked_frames(back)
+    # frame 1: both tracks, the one queried on frame 1 scores higher (nearer in time)
+    assert tracked.frames[0].phrases == ["a red circle"] and tracked.frames[1].phrases == ["a red circle", "a red disc"]
+    assert tracked.frames[1].scores.tolist() == pytest.approx([0.5, 1.0])
+    assert tracked.frames[1].boxes.tolist() == [[2, 2, 4, 4], [5, 5, 9, 9]]

@@ -5,8 +5,6 @@ import json
 
 import numpy as np
 import pytest
-import torch
-import yaml
 
 from annotation.detail_captions import (
     filter_hallucinations,
@@ -15,7 +13,6 @@ from annotation.detail_captions import (
     remove_phrases,
     salient_regions,
 )
-from tests.annotation.test_annotation_backends import tiny_models  # noqa: F401  (fixture)
 
 
 def test_maximal_rectangle_on_hand_made_masks():
@@ -64,34 +61,17 @@ def test_hallucination_filter_drops_phrases_scored_below_threshold():
     assert limit_words("one two three four", 3) == "one two three"
 
 
-def test_five_stages_end_to_end_on_a_synthetic_frame(tiny_models, tmp_path):  # noqa: F811
+def test_five_stages_end_to_end_on_a_synthetic_frame(tmp_path):
     from PIL import Image
-    from segment_anything.build_sam import _build_sam
 
-    torch.manual_seed(0)
-    sam = _build_sam(16, 1, 2, [])
-    torch.save(sam.state_dict(), tmp_path / "tiny_sam.pth")
+    from annotation.__main__ import main
+    from tests.fixtures.tiny_detail_models import save_tiny_detail_models
+
+    config = save_tiny_detail_models(tmp_path / "models")
     frame = np.full((48, 64, 3), 90, np.uint8)
     frame[10:30, 8:28] = (220, 30, 30)  # a red square on grey
     Image.fromarray(frame).save(tmp_path / "frame.png")
-    config = {
-        "detail_captions": {
-            "lvlm": {"backend": "captioner", "path": str(tiny_models / "captioner"), "max_new_tokens": 6,
-                     "device": "cpu"},
-            "segmenter": {"backend": "sam", "checkpoint": str(tmp_path / "tiny_sam.pth"), "model_type": "custom",
-                          "encoder": {"embed_dim": 16, "depth": 1, "num_heads": 2}, "points_per_side": 2,
-                          "pred_iou_thresh": 0.0, "stability_score_thresh": 0.0, "device": "cpu"},
-            "scorer": {"backend": "owlv2", "path": str(tiny_models / "detector"), "device": "cpu"},
-            "extractor": {"backend": "spacy"},
-            "local_max_words": 20, "score_threshold": 0.01, "min_mask_area": 0.0, "max_mask_area": 1.0,
-            "min_region": 0.0, "max_regions": 2,
-        },
-        "llm": {"backend": "transformers", "path": str(tiny_models / "llm"), "max_new_tokens": 8},
-    }
-    (tmp_path / "detail.yaml").write_text(yaml.safe_dump(config))
-    from annotation.__main__ import main
-
-    result = main(["detail-captions", "--config", str(tmp_path / "detail.yaml"), "--out", str(tmp_path / "out.json"),
+    result = main(["detail-captions", "--config", str(config), "--out", str(tmp_path / "out.json"),
                    str(tmp_path / "frame.png")])
     item = result["captions"][str(tmp_path / "frame.png")]
     assert json.loads((tmp_path / "out.json").read_text())["captions"] == result["captions"]
@@ -101,3 +81,27 @@ def test_five_stages_end_to_end_on_a_synthetic_frame(tiny_models, tmp_path):  # 
     for x1, y1, x2, y2 in item["regions"]:
         assert 0 <= x1 < x2 <= 64 and 0 <= y1 < y2 <= 48
     assert all(0.0 <= s <= 1.0 for s in item["phrase_scores"].values())
+
+
+def test_detail_captions_as_the_stage1_caption_mode(tmp_path):
+    import yaml
+
+    from annotation.config import load_config
+    from annotation.run import run_annotation
+    from datamodules.synthetic import generate_synthetic_dataset
+    from tests.fixtures.tiny_detail_models import save_tiny_detail_models
+
+    detail = yaml.safe_load(save_tiny_detail_models(tmp_path / "models").read_text())
+    d = detail["detail_captions"]
+    stage1 = {"backend": "detail_captions", "captioner": d["lvlm"]["path"], "detector": d["scorer"]["path"],
+              "merge_llm": detail["llm"], "segmenter": {k: v for k, v in d["segmenter"].items() if k != "backend"},
+              "extractor": d["extractor"], "device": "cpu",
+              "detail": {k: v for k, v in d.items() if k not in ("lvlm", "segmenter", "scorer", "extractor")}}
+    paths = generate_synthetic_dataset(tmp_path / "data", num_train=0, num_val=0, num_test=1, seed=0, workers=1,
+                                       duration_s=2.0)
+    overlay = tmp_path / "detail_stage1.yaml"  # a file that switches the backend starts stage1 afresh
+    overlay.write_text(yaml.safe_dump({"stage1": stage1, "decode": {"every": 5}, "stage3": {"encoder": "exact"}}))
+    config = load_config(["configs/annotation/synthetic.yaml", str(overlay)])
+    report = run_annotation(config, [], tmp_path / "data" / "videos", tmp_path / "out", paths["test"],
+                            progress=False)
+    assert report["clips"]["seen"] == 1 and report["stages"]["stage1"]["clips"] == 1

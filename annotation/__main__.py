@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                        help="comma-separated; empty to skip (METEOR and the tokenizer need Java)")
     score.add_argument("--no-capture", action="store_true", help="skip CAPTURE")
     compare = sub.add_parser("compare", help="Table 6: the proposed pipeline vs its alternatives, scored")
-    compare.add_argument("--config", required=True, help="comparison YAML (data, base, rows; see annotation/compare.py)")
+    compare.add_argument("--config", required=True, help="comparison YAML (data, base, rows)")
     compare.add_argument("--out", required=True, help="output folder: table6.md, table6.json, runs/<row>/")
     compare.add_argument("--no-progress", action="store_true", help="no progress bars")
     detail = sub.add_parser("detail-captions", help="detail captions (CAPTURE paper, sec. 4.1) of images/videos")

@@ -20,6 +20,8 @@ The comparison config (YAML)::
 """
 from __future__ import annotations
 
+from core.output_files import write_json_atomic
+
 import copy
 import re
 from pathlib import Path
@@ -27,7 +29,6 @@ from pathlib import Path
 import yaml
 
 from annotation.config import ConfigError, load_config
-from core.output_files import write_json_atomic
 
 METRICS = (("METEOR", "METEOR"), ("CIDEr", "CIDEr"), ("AP50", "AP50"), ("Recall", "recall"))
 _KEYS = {"data", "base", "rows", "score"}

@@ -54,8 +54,8 @@ def backend_classes() -> dict[str, dict[str, type]]:
     from annotation.caption_aggregation import LLMCaptionAggregator, RuleCaptionAggregator
     from annotation.chat_openai import OpenAIChat
     from annotation.chat_transformers import TransformersChat
-    from annotation.glamm_frame_annotator import GLaMMFrameAnnotator
     from annotation.detail_caption_stage1 import DetailCaptionFrameAnnotator
+    from annotation.glamm_frame_annotator import GLaMMFrameAnnotator
     from annotation.hf_frame_annotator import CaptionerDetectorFrameAnnotator
     from annotation.noisy_oracle import NoisyOracleFrameAnnotator
     from annotation.phrase_classification import EmbeddingPhraseClassifier, LLMPhraseClassifier

@@ -6,12 +6,12 @@ of which ``frames_per_video`` uniformly spaced frames are captioned (keys ``{vid
 """
 from __future__ import annotations
 
+from core.output_files import write_json_atomic
+
 from pathlib import Path
 
 import numpy as np
 import yaml
-
-from core.output_files import write_json_atomic
 
 IMAGES = {".jpg", ".jpeg", ".png"}
 VIDEOS = {".mp4", ".webm", ".mkv"}

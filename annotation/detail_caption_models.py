@@ -60,10 +60,10 @@ class SAMSegmenter:
         """``model_type``: ``vit_h`` / ``vit_l`` / ``vit_b`` (the releases) or ``custom`` with ``encoder``
         sizes (``embed_dim``, ``depth``, ``num_heads``, ``global_attn_indexes``: small test models)."""
         import core  # noqa: F401  (segment_anything imports torchvision)
+        from core.nms import batched_nms
+
         import segment_anything.automatic_mask_generator as amg
         from segment_anything import SamAutomaticMaskGenerator, sam_model_registry
-
-        from core.nms import batched_nms
 
         amg.batched_nms = batched_nms  # torchvision's compiled NMS is missing on CPU torch here
         self.device = pick_device(device)

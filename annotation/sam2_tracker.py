@@ -62,6 +62,7 @@ class SAM2BoxTracker:
     def model(self):
         if self._model is None:
             import core  # noqa: F401  (sam2 imports torchvision)
+
             import sam2.sam2_video_predictor as svp
             from hydra.utils import instantiate
             from omegaconf import OmegaConf

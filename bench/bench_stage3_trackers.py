@@ -6,12 +6,12 @@ oracle, then the oracle point tracker, CoTracker3 (tiny random, batched) and SAM
 """
 from __future__ import annotations
 
+import core  # noqa: F401
+
 import argparse
 import tempfile
 import time
 from pathlib import Path
-
-import core  # noqa: F401
 
 import torch
 

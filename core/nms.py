@@ -2,10 +2,10 @@
 see :mod:`core.torchvision_compat`)."""
 from __future__ import annotations
 
+from core.box_ops import box_iou
+
 import torch
 from torch import Tensor
-
-from core.box_ops import box_iou
 
 
 def nms(boxes: Tensor, scores: Tensor, iou_threshold: float) -> Tensor:

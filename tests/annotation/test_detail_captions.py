@@ -4,7 +4,6 @@ end to end on a synthetic frame with tiny random models (GIT, SAM, OWLv2, Llama)
 import json
 
 import numpy as np
-import pytest
 
 from annotation.detail_captions import (
     filter_hallucinations,

@@ -141,3 +141,31 @@ def test_tracks_travel_between_workers_as_json():
     assert tracked.frames[0].phrases == ["a red circle"] and tracked.frames[1].phrases == ["a red circle", "a red disc"]
     assert tracked.frames[1].scores.tolist() == pytest.approx([0.5, 1.0])
     assert tracked.frames[1].boxes.tolist() == [[2, 2, 4, 4], [5, 5, 9, 9]]
+
+
+@pytest.mark.slow
+def test_ray_engine_tracks_like_the_local_engine(synthetic, tmp_path):
+    pytest.importorskip("ray")
+    import ray
+
+    stage3 = {"backend": "cotracker", "path": None, "iters": 2, "points_per_side": 2, "batch_size": 2,
+              "device": "cpu", "model_config": {"window_len": 10, "hidden_size": 16, "num_heads": 2, "time_depth": 1,
+                                                 "space_depth": 1, "num_virtual_tracks": 2, "latent_dim": 16,
+                                                 "corr_hidden": 16, "corr_out": 8, "model_resolution": [64, 64]}}
+    config = load_config(ORACLE, {"stage3": stage3, "engine": {
+        "batch_size": 2, "torch_threads": 1,
+        "ray": {"num_cpus": 2, "frame_actors": 1, "text_actors": 1, "object_store_mb": 256}}})
+    local = run_annotation(config, ORACLE, synthetic["videos"], tmp_path / "local", synthetic["truth"], progress=False)
+    try:
+        remote = run_annotation(config, ORACLE, synthetic["videos"], tmp_path / "ray", synthetic["truth"],
+                                engine="ray", progress=False)
+    finally:
+        ray.shutdown()
+    assert local["clips"] == remote["clips"] and "stage3_tracking" in remote["stages"]
+    a = {r.key: r for r in read_records(tmp_path / "local" / "annotations")}
+    b = {r.key: r for r in read_records(tmp_path / "ray" / "annotations")}
+    assert set(a) == set(b) and a
+    for key in a:
+        assert a[key].labels == b[key].labels
+        for x, y in zip(a[key].bboxes, b[key].bboxes):
+            np.testing.assert_allclose(x, y, atol=1e-3)

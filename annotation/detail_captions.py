@@ -66,13 +66,19 @@ def maximal_rectangle(mask: np.ndarray) -> tuple[tuple[int, int, int, int], int]
 
 
 def salient_regions(masks: np.ndarray, min_area: float = 0.01, max_area: float = 0.8, min_region: float = 0.005,
-                    max_regions: int = 10) -> list[tuple[int, int, int, int]]:
+                    max_regions: int = 10, search_size: int = 128) -> list[tuple[int, int, int, int]]:
     """Stage II: crops (x1, y1, x2, y2) from masks (M, H, W), as fractions of the image area:
     masks outside [``min_area``, ``max_area``] are dropped; the rest, largest first, each give the
-    maximal rectangle of their pixels no earlier crop covers, kept if at least ``min_region``."""
+    maximal rectangle of their pixels no earlier crop covers, kept if at least ``min_region``.
+
+    The rectangle search runs on masks sampled down to at most ``search_size`` pixels a side (SAM
+    masks come at image resolution; the search is per pixel); crops are scaled back to pixels."""
     masks = np.asarray(masks, dtype=bool).reshape(-1, *np.shape(masks)[-2:])
     if not len(masks):
         return []
+    full_h, full_w = masks.shape[1:]
+    step = max(1, -(-max(full_h, full_w) // int(search_size)))
+    masks = masks[:, step // 2::step, step // 2::step] if step > 1 else masks
     total = masks.shape[1] * masks.shape[2]
     share = masks.reshape(len(masks), -1).sum(1) / total
     order = [i for i in np.argsort(-share, kind="stable") if min_area <= share[i] <= max_area]
@@ -82,8 +88,8 @@ def salient_regions(masks: np.ndarray, min_area: float = 0.01, max_area: float =
         (x1, y1, x2, y2), area = maximal_rectangle(masks[i] & ~taken)
         if area == 0 or area / total < min_region:
             continue
-        regions.append((x1, y1, x2, y2))
         taken[y1:y2, x1:x2] = True
+        regions.append((x1 * step, y1 * step, min(x2 * step, full_w), min(y2 * step, full_h)))
         if len(regions) >= max_regions:
             break
     return regions
@@ -147,7 +153,7 @@ class DetailCaptioner:
     def __init__(self, lvlm: VisionLanguageModel, segmenter: Segmenter, scorer: PhraseScorer,
                  extractor: PhraseExtractor, chat, prompts: dict | None = None, local_max_words: int = 20,
                  min_mask_area: float = 0.01, max_mask_area: float = 0.8, min_region: float = 0.005,
-                 max_regions: int = 10, score_threshold: float = 0.01):
+                 max_regions: int = 10, score_threshold: float = 0.01, search_size: int = 128):
         self.lvlm, self.segmenter, self.scorer, self.extractor, self.chat = lvlm, segmenter, scorer, extractor, chat
         self.prompts = {**DEFAULT_PROMPTS, **(prompts or {})}
         unknown = sorted(set(self.prompts) - set(DEFAULT_PROMPTS))
@@ -155,7 +161,8 @@ class DetailCaptioner:
             raise ValueError(f"detail captions: unknown prompt '{unknown[0]}' (prompts: {', '.join(DEFAULT_PROMPTS)})")
         self.local_max_words, self.score_threshold = int(local_max_words), float(score_threshold)
         self.region_options = dict(min_area=float(min_mask_area), max_area=float(max_mask_area),
-                                   min_region=float(min_region), max_regions=int(max_regions))
+                                   min_region=float(min_region), max_regions=int(max_regions),
+                                   search_size=int(search_size))
 
     def run(self, images: list[np.ndarray]) -> list[DetailCaption]:
         overall = self.lvlm.caption(images, self.prompts["overall"])  # I

@@ -104,3 +104,11 @@ def test_detail_captions_as_the_stage1_caption_mode(tmp_path):
     report = run_annotation(config, [], tmp_path / "data" / "videos", tmp_path / "out", paths["test"],
                             progress=False)
     assert report["clips"]["seen"] == 1 and report["stages"]["stage1"]["clips"] == 1
+
+
+def test_region_search_on_sampled_down_masks_scales_back_to_pixels():
+    masks = np.zeros((1, 400, 300), bool)
+    masks[0, 100:300, 60:240] = True
+    regions = salient_regions(masks, min_area=0.0, max_area=1.0, min_region=0.0, search_size=100)  # step 4
+    x1, y1, x2, y2 = regions[0]
+    assert abs(x1 - 60) <= 4 and abs(y1 - 100) <= 4 and abs(x2 - 240) <= 4 and abs(y2 - 300) <= 4

@@ -46,6 +46,11 @@ class CoTrackerBoxTracker:
             from models.cotracker3_checkpoint import load_cotracker3
 
             options = dict(self.model_config)
+            known = set(CoTracker3Config.__dataclass_fields__)
+            unknown = sorted(set(options) - known)
+            if unknown:
+                raise ValueError(f"stage3.model_config.{unknown[0]} is not a CoTracker3 size "
+                                 f"(sizes: {', '.join(sorted(known))})")
             if "model_resolution" in options:
                 options["model_resolution"] = tuple(options["model_resolution"])
             base = replace(CoTracker3Config(), **options)

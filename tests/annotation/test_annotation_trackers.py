@@ -169,3 +169,10 @@ def test_ray_engine_tracks_like_the_local_engine(synthetic, tmp_path):
         assert a[key].labels == b[key].labels
         for x, y in zip(a[key].bboxes, b[key].bboxes):
             np.testing.assert_allclose(x, y, atol=1e-3)
+
+
+def test_a_wrong_cotracker_size_is_named():
+    from annotation.cotracker_tracker import CoTrackerBoxTracker
+
+    with pytest.raises(ValueError, match="stage3.model_config.hidden is not a CoTracker3 size"):
+        _ = CoTrackerBoxTracker(None, model_config={"hidden": 8}, device="cpu").predictor

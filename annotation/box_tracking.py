@@ -37,6 +37,26 @@ class TrackingOutput:
     present: np.ndarray
 
 
+@dataclass
+class Track:
+    """One key-frame box carried through the clip: ``boxes`` (T, 4) and ``present`` (T,) per decoded frame."""
+
+    phrase: str
+    row: int
+    score: float
+    boxes: np.ndarray
+    present: np.ndarray
+
+    def to_dict(self) -> dict:
+        return {"phrase": self.phrase, "row": self.row, "score": self.score, "boxes": self.boxes.tolist(),
+                "present": self.present.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Track":
+        return cls(data["phrase"], int(data["row"]), float(data["score"]),
+                   np.asarray(data["boxes"], np.float32).reshape(-1, 4), np.asarray(data["present"], bool))
+
+
 class BoxTracker(Protocol):
     def track(self, clips: list[TrackingInput]) -> list[TrackingOutput]: ...
 

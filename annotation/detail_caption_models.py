@@ -134,7 +134,7 @@ class SceneGraphExtractor:
 
 def build_detail_captioner(section: dict, llm: dict | None):
     """A :class:`annotation.detail_captions.DetailCaptioner` from the ``detail_captions`` config section."""
-    from annotation.config import backend_classes
+    from annotation.chat_factory import make_chat
     from annotation.detail_captions import DetailCaptioner
 
     section = dict(section)
@@ -149,7 +149,6 @@ def build_detail_captioner(section: dict, llm: dict | None):
     parts["extractor"] = SceneGraphExtractor(**dict(section.pop("extractor", None) or {}))
     if not llm or "backend" not in llm:
         raise ValueError("detail captions: Stage V needs an 'llm' section (backend: transformers or openai)")
-    options = dict(llm)
-    parts["chat"] = backend_classes()["llm"][options.pop("backend")](**options)
+    parts["chat"] = make_chat(llm, "llm")
     return DetailCaptioner(parts["lvlm"], parts["segmenter"], parts["scorer"], parts["extractor"], parts["chat"],
                            **section)

@@ -52,14 +52,11 @@ class DetailCaptionFrameAnnotator(CaptionerDetectorFrameAnnotator):
                  spacy_model: str = SPACY_MODEL, sam_model=None):
         super().__init__(captioner, detector, max_new_tokens, box_threshold, max_phrases, batch_size, device,
                          spacy_model)
-        from annotation.config import backend_classes
+        from annotation.chat_factory import make_chat
         from annotation.detail_caption_models import SAMSegmenter, SceneGraphExtractor
         from annotation.detail_captions import DetailCaptioner
 
-        options = dict(merge_llm or {})
-        if "backend" not in options:
-            raise ValueError("stage1.merge_llm needs a 'backend' (transformers or openai) for the merging stage")
-        chat = backend_classes()["llm"][options.pop("backend")](**options)
+        chat = make_chat(merge_llm, "stage1.merge_llm")
         seg = dict(segmenter or {})
         seg.setdefault("device", device)
         self.detail = DetailCaptioner(_SharedCaptioner(self), SAMSegmenter(model=sam_model, **seg),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from annotation.box_tracking import Track
 from annotation.clips import ClipSpec
 
 
@@ -41,7 +42,7 @@ class ClipFrameAnnotations:
     width: int
     height: int
     frames: list[FrameAnnotation] = field(default_factory=list)
-    tracks: list | None = None  # tracker Stage 3 backends: annotation.tracker_stage3.Track per key-frame box
+    tracks: list | None = None  # tracker Stage 3 backends: one Track per key-frame box
 
     @property
     def key(self) -> str:
@@ -62,8 +63,6 @@ class ClipFrameAnnotations:
                   for f in data["frames"]]
         tracks = data.get("tracks")
         if tracks is not None:
-            from annotation.tracker_stage3 import Track
-
             tracks = [Track.from_dict(t) for t in tracks]
         return cls(ClipSpec.from_dict(data["spec"]), data["fps"], data["start_frame"], data["end_frame"],
                    data["width"], data["height"], frames, tracks)

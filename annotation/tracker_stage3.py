@@ -14,35 +14,14 @@ Backends: ``cotracker`` (CoTracker3 point tracks), ``sam2`` (SAM 2 masks from bo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from annotation.box_tracking import OraclePointTracker, TrackingInput
+from annotation.box_tracking import OraclePointTracker, Track, TrackingInput
 from annotation.decoding import DecodedClip
 from annotation.frame_annotations import ClipFrameAnnotations, FrameAnnotation
 from annotation.phrase_classification import ClassificationTask, EmbeddingPhraseClassifier
-
-
-@dataclass
-class Track:
-    """One key-frame box carried through the clip: ``boxes`` (T, 4) and ``present`` (T,) per decoded frame."""
-
-    phrase: str
-    row: int
-    score: float
-    boxes: np.ndarray
-    present: np.ndarray
-
-    def to_dict(self) -> dict:
-        return {"phrase": self.phrase, "row": self.row, "score": self.score, "boxes": self.boxes.tolist(),
-                "present": self.present.tolist()}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Track":
-        return cls(data["phrase"], int(data["row"]), float(data["score"]),
-                   np.asarray(data["boxes"], np.float32).reshape(-1, 4), np.asarray(data["present"], bool))
 
 
 def key_rows(num_frames: int, key_frames: int) -> np.ndarray:
@@ -173,7 +152,7 @@ class OracleTrackerStage3(TrackerStage3):
         if records is None:
             if self.truth is None:
                 raise ValueError("stage3 backend 'oracle_tracker' needs the ground truth: pass --truth ANNOTATIONS")
-            from datamodules.records import read_records
+            from formats.records import read_records
 
             records = {r.key: r for r in read_records(self.truth)}
         return OraclePointTracker(records, **self.tracker_options)

@@ -19,7 +19,7 @@ from annotation.clips import clips_from_records
 from annotation.decoding import decode_clip
 from annotation.noisy_oracle import NoisyOracleFrameAnnotator
 from annotation.tracker_stage3 import CoTrackerStage3, OracleTrackerStage3, SAM2Stage3
-from datamodules.records import read_records
+from formats.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_COTRACKER = {"window_len": 20, "hidden_size": 32, "num_heads": 2, "time_depth": 1, "space_depth": 1,

@@ -9,6 +9,8 @@ it; the model resolution is not stored and comes from the caller (the release: 3
 """
 from __future__ import annotations
 
+from core.weights import read_weights
+
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import torch
 from torch import Tensor
 
 from models.cotracker3 import CoTracker3Config, CoTracker3Offline
-from models.official_checkpoint import ConversionReport, OfficialLayout, convert_official, read_official
+from models.grove_checkpoint import ConversionReport, OfficialLayout, convert_official
 
 COTRACKER3_LAYOUT = OfficialLayout("CoTracker3", renames=((r"^module\.(.+)$", r"\1"), (r"^(.+)$", r"\1")),
                                    dropped={}, merge_output_tokens=False)
@@ -50,7 +52,7 @@ def config_from_state(state: dict[str, Tensor], base: CoTracker3Config = CoTrack
 def check_cotracker3(checkpoint: str | Path, base: CoTracker3Config = CoTracker3Config()
                      ) -> tuple[ConversionReport, CoTracker3Config]:
     """Every key and shape of a released checkpoint against the model it configures, on the meta device."""
-    official = read_official(checkpoint)
+    official = read_weights(checkpoint)
     cfg = config_from_state(official, base)
     with torch.device("meta"):
         target = CoTracker3Offline(cfg).state_dict()
@@ -62,7 +64,7 @@ def check_cotracker3(checkpoint: str | Path, base: CoTracker3Config = CoTracker3
 def load_cotracker3(checkpoint: str | Path, base: CoTracker3Config = CoTracker3Config(),
                     device: str | torch.device = "cpu") -> CoTracker3Offline:
     """The model with a checkpoint's weights; raises ``ValueError`` with the check's table if any key fails."""
-    official = read_official(checkpoint)
+    official = read_weights(checkpoint)
     cfg = config_from_state(official, base)
     model = CoTracker3Offline(cfg)
     converted, report = convert_official(official, model.state_dict(), layout=COTRACKER3_LAYOUT)

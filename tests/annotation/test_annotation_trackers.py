@@ -12,7 +12,7 @@ from annotation.config import load_config
 from annotation.run import run_annotation
 from annotation.sam2_tracker import tight_boxes
 from annotation.tracker_stage3 import key_rows
-from datamodules.records import read_records
+from formats.records import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs" / "annotation"
@@ -123,9 +123,10 @@ def test_cotracker_batches_equal_single_clips(synthetic):
 def test_tracks_travel_between_workers_as_json():
     import json
 
+    from annotation.box_tracking import Track
     from annotation.clips import ClipSpec
     from annotation.frame_annotations import ClipFrameAnnotations, FrameAnnotation
-    from annotation.tracker_stage3 import Track, TrackerStage3
+    from annotation.tracker_stage3 import TrackerStage3
 
     clip = ClipFrameAnnotations(ClipSpec("v.mp4", "v", "0", 0, 10, 5.0), 5.0, 0, 10, 64, 48,
                                 [FrameAnnotation(0, "A red circle.", ["a red circle"], [[1, 2, 3, 4]], [0.9]),

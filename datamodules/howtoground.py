@@ -12,7 +12,8 @@ Layouts read (as the HowToGround1M and iGround releases ship them):
   ``preprocess_howtoground_annot.py`` writes), optionally restricted to the keys of a keys file
   (a pickled, JSON or one-per-line list, like the public ``train_keys_deduplicated.pkl``);
 * one pickle of all records ``{key: record}`` (``HowToGround1M.pkl``, ``iGround_*_raw.pkl``, ...);
-* the project's JSON ``{"records": [...]}``.
+* the project's JSON ``{"records": [...]}``;
+* the Hugging Face hub's JSONL (:mod:`datamodules.hub_jsonl`), indexed in place (byte spans of its lines).
 
 A single-file layout cannot be read one record at a time, so it is loaded once (through the
 restricted unpickler) and rewritten as a packed file of independently pickled records plus their
@@ -39,6 +40,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
+from datamodules.hub_jsonl import build_jsonl_index, is_jsonl, open_jsonl_records
 from datamodules.records import REQUIRED_FIELDS, GroundedRecord, RecordError, read_records
 from datamodules.safe_pickle import safe_load, safe_loads
 
@@ -235,6 +237,8 @@ def build_index(annotations: str | Path, index_dir: str | Path | None = None,
     annotations = Path(annotations)
     if not annotations.exists():
         raise FileNotFoundError(f"annotation path {annotations} does not exist")
+    if is_jsonl(annotations):  # the hub's JSONL is indexed where it lies (datamodules.hub_jsonl)
+        return build_jsonl_index(annotations, index_dir, restrict_to=keys_file, rebuild=rebuild)
     keys_path = Path(keys_file) if keys_file is not None else None
     if keys_path is not None and not keys_path.exists():
         raise FileNotFoundError(f"keys file {keys_path} does not exist")
@@ -373,6 +377,8 @@ class LazyRecords(Sequence):
 def open_lazy_records(annotations: str | Path, index_dir: str | Path | None = None,
                       keys_file: str | Path | None = None) -> LazyRecords:
     """Build the index if needed and return the lazy records."""
+    if is_jsonl(annotations):
+        return open_jsonl_records(annotations, index_dir, restrict_to=keys_file)
     return LazyRecords(build_index(annotations, index_dir, keys_file))
 
 

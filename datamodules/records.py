@@ -271,10 +271,15 @@ def _records_from_container(data, source: str) -> list[GroundedRecord]:
 
 
 def read_records(path: str | Path) -> list[GroundedRecord]:
-    """Read records from the project's JSON, a pickle of all records, or a folder of per-key pickles/JSONs."""
+    """Read records from the project's JSON, a pickle of all records, a folder of per-key pickles/JSONs,
+    or a hub JSONL file (with its ``_keys`` companion when one lies beside it)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"annotation path {path} does not exist")
+    if path.suffix.lower() == ".jsonl":  # the Hugging Face hub's layout (datamodules.hub_jsonl)
+        from datamodules.hub_jsonl import read_jsonl_records
+
+        return read_jsonl_records(path)
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in (".pkl", ".pickle", ".json"))
         if not files:

@@ -292,14 +292,19 @@ def _keys_of_rows(path: Path, starts: np.ndarray, lengths: np.ndarray, numbers: 
             for start, length, number in zip(k_starts.tolist(), k_lengths.tolist(), k_numbers.tolist()):
                 keys.append(key_of_keys_line(os.pread(handle.fileno(), length, start), keys_path, number).encode())
         return np.array(keys, dtype=bytes) if keys else np.zeros(0, dtype="S1")
-    keys = []
+    keys, first_error = [], None
     with open(path, "rb") as handle:
         for start, length, number in zip(starts.tolist(), lengths.tolist(), numbers.tolist()):
+            text = os.pread(handle.fileno(), length, start)
             try:
-                raw = raw_from_row(json.loads(os.pread(handle.fileno(), length, start)), path, number)
+                raw = raw_from_row(json.loads(text), path, number)
                 keys.append(f"{raw['video_id']}_{raw['clip_id']}".encode())
-            except (RecordError, ValueError, UnicodeDecodeError):
+            except (RecordError, ValueError, UnicodeDecodeError) as err:
+                first_error = first_error or (err if isinstance(err, RecordError) else None) or _line_error(
+                    path, number, f"not valid JSON ({err})")
                 keys.append(b"")
+    if keys and first_error is not None and not any(keys):  # not one row has a key: the file, not a row, is wrong
+        raise first_error
     return np.array(keys, dtype=bytes) if keys else np.zeros(0, dtype="S1")
 
 

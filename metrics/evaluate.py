@@ -28,10 +28,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from datamodules.records import RecordError, read_records, records_by_key
+from metrics.center_frame import centre_view
 from metrics.grounding import evaluate_grounding, frames_from_prediction, frames_from_record
 from metrics.prediction_validation import INVALID_POLICIES, validate_predictions
 
-LEVEL_CHOICES = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame")}
+# "center": the GROVE paper's Center set-up (metrics.center_frame), scored at video level
+LEVEL_CHOICES = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame"), "center": ("video",)}
 PROTOCOLS = ("project", "official")
 ON_CORRUPT = ("skip", "raise")
 GT_SUFFIXES = (".pkl", ".pickle", ".json")
@@ -135,8 +137,11 @@ def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "bot
     records, corrupt = read_ground_truth(gt_path, on_corrupt)
     preds = load_predictions(pred_path)
     if protocol == "official":
+        if level == "center":
+            records, preds = centre_view(records, preds)
         report = evaluate_official(records, preds, text_encoder, caption_metrics, objectness_threshold,
                                    invalid=invalid, pred_source=str(pred_path))
+        report["settings"]["level"] = "center" if level == "center" else "video"
     else:
         report = evaluate_predictions(records, preds, level, score_source, text_encoder, caption_metrics,
                                       capture, objectness_threshold, pred_source=str(pred_path), invalid=invalid,
@@ -206,6 +211,8 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
     """
     if level not in LEVEL_CHOICES:
         raise ValueError(f"level must be one of {sorted(LEVEL_CHOICES)}, got {level!r}")
+    if level == "center":
+        records, preds = centre_view(records, preds)
     missing = sorted(k for k in records if k not in preds)
     extra = sorted(k for k in preds if k not in records)
     keys = sorted(records)
@@ -286,7 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pred", required=True, help="predictions JSON (the format predict writes)")
     parser.add_argument("--protocol", default="project", choices=PROTOCOLS,
                         help="'project' (default) or 'official' (the GROVE release's eval_iground.py)")
-    parser.add_argument("--level", default="both", choices=sorted(LEVEL_CHOICES))
+    parser.add_argument("--level", default="both", choices=sorted(LEVEL_CHOICES),
+                        help="video, frame, both, or center: only each clip's centre annotated frame (the GROVE "
+                             "paper's Table 2 'Center' set-up; docs/metrics.md)")
     parser.add_argument("--score-source", default="constant", choices=("constant", "objectness"))
     parser.add_argument("--text-encoder", default=None,
                         help="'minilm' (project default), 'exact' or a local HF encoder folder; the official "

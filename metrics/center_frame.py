@@ -1,0 +1,57 @@
+"""The GROVE paper's "Center" set-up (section 6.2, Table 2 rows a-c): each clip scored on its centre
+annotated frame only.
+
+GLaMM, a still-image model, has no video-level caption, so the paper scores its prediction for
+the centre frame of each clip; GROVE's Center rows are scored the same way for comparison.
+
+The centre frame, exactly: a clip's annotated frames are its 5-fps grid
+(:func:`datamodules.records.annotation_grid`), ``N`` source-frame numbers ``g[0] < ... < g[N-1]``;
+its centre frame is ``g[N // 2]`` (for even ``N`` the later of the two middle frames). The
+ground truth keeps that frame's boxes; the prediction keeps its entry whose ``frame`` equals
+that number (none: the clip is predicted empty there); the caption is scored as it is. A clip is
+then a one-frame video, so the video-level metrics (per clip, averaged over clips) are the Center
+figures, and a clip whose centre frame has no ground-truth box leaves the grounding averages.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+import numpy as np
+
+
+def centre_position(num_frames: int) -> int:
+    """Index of the centre among ``num_frames`` annotated frames: ``num_frames // 2``."""
+    if num_frames < 1:
+        raise ValueError(f"a clip has no annotated frame (num_frames={num_frames})")
+    return int(num_frames) // 2
+
+
+def centre_frame(record) -> int:
+    """Source-frame number of a record's centre annotated frame."""
+    grid = np.asarray(record.frame_indices)
+    return int(grid[centre_position(len(grid))])
+
+
+def centre_record(record):
+    """The record cut to its centre annotated frame (a one-frame clip: start = end = that frame)."""
+    i = centre_position(len(record.bboxes))
+    frame = centre_frame(record)
+    return replace(record, clip_start_frame=frame, clip_end_frame=frame, bboxes=[record.bboxes[i]],
+                   labels=[list(record.labels[i])], extra=dict(record.extra))
+
+
+def centre_prediction(prediction: Mapping[str, Any], frame: int) -> dict[str, Any]:
+    """A prediction (the JSON format) with only its entry for source frame ``frame``; caption kept."""
+    if not isinstance(prediction, Mapping) or not isinstance(prediction.get("frames"), list):
+        return prediction  # malformed: left for the evaluator to name
+    kept = [f for f in prediction["frames"] if not isinstance(f, Mapping) or f.get("frame") == frame]
+    return {**prediction, "frames": kept}
+
+
+def centre_view(records: Mapping[str, Any], predictions: Mapping[str, Any]) -> tuple[dict, dict]:
+    """Records and predictions of the Center set-up; predictions of clips not in ``records`` are kept as given."""
+    frames = {k: centre_frame(r) for k, r in records.items()}
+    cut_records = {k: centre_record(r) for k, r in records.items()}
+    cut_predictions = {k: centre_prediction(p, frames[k]) if k in frames else p for k, p in predictions.items()}
+    return cut_records, cut_predictions

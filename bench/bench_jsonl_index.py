@@ -38,10 +38,12 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def current_rss_mib() -> float:
+def current_rss_mib(field: str = "VmRSS") -> float:
+    """Resident memory; ``RssAnon``: the process's own (anonymous) pages, without mapped file pages,
+    which are the page cache's and shared by every process mapping them."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -106,7 +108,7 @@ def child_cached_start(path: str, index_dir: str, samples: int) -> dict:
 
     from datamodules.hub_jsonl import open_jsonl_records
 
-    before = current_rss_mib()
+    before, before_anon = current_rss_mib(), current_rss_mib("RssAnon")
     start = time.perf_counter()
     records = open_jsonl_records(path, index_dir)
     n = len(records)
@@ -115,6 +117,7 @@ def child_cached_start(path: str, index_dir: str, samples: int) -> dict:
         records[int(p)].video_fname
     start_s = time.perf_counter() - start
     rss_start = current_rss_mib() - before
+    anon_start = current_rss_mib("RssAnon") - before_anon
     index_bytes = sum(a.nbytes for a in records.arrays().values())
     positions = np.random.default_rng(1).integers(0, n, samples)
     times = np.empty(samples)
@@ -122,7 +125,8 @@ def child_cached_start(path: str, index_dir: str, samples: int) -> dict:
         t = time.perf_counter()
         records[int(p)]
         times[j] = time.perf_counter() - t
-    return {"start_s": start_s, "rss_start_mib": rss_start, "rss_after_mib": current_rss_mib() - before,
+    return {"start_s": start_s, "rss_start_mib": rss_start, "anon_start_mib": anon_start,
+            "anon_after_mib": current_rss_mib("RssAnon") - before_anon, "rss_after_mib": current_rss_mib() - before,
             "peak_mib": peak_rss_mib(), "index_mib": index_bytes / 2**20, "load_ms": times * 1000, "n": n}
 
 
@@ -178,9 +182,11 @@ def main() -> None:
               f"(a process that only imports the reader: {base['peak_mib']:.0f} MiB)")
         print(f"  index:                {use['index_mib']:.1f} MiB memory-mapped ({disk:.1f} MiB on disk)")
         print(f"  cached start:         {use['start_s'] * 1000:.0f} ms (open the index, length, 100 records "
-              f"spread over the file), +{use['rss_start_mib']:.1f} MiB RSS")
+              f"spread over the file), +{use['rss_start_mib']:.1f} MiB RSS, of which "
+              f"+{use['anon_start_mib']:.1f} MiB the process's own (the rest: mapped index pages)")
         print(f"  record read:          median {np.median(ms):.2f} ms, p95 {np.percentile(ms, 95):.2f} ms; "
-              f"+{use['rss_after_mib']:.1f} MiB RSS after {args.samples} reads, peak {use['peak_mib']:.0f} MiB")
+              f"+{use['rss_after_mib']:.1f} MiB RSS (+{use['anon_after_mib']:.1f} MiB own) after {args.samples} "
+              f"reads, peak {use['peak_mib']:.0f} MiB")
         n = min(args.compare_rows, args.rows)
         if n:
             scale = args.rows / n

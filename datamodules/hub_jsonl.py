@@ -326,8 +326,9 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
     """Index a hub JSONL file once (reused while the file, ``keys`` and ``restrict_to`` are unchanged).
 
     ``keys``: the ``_keys`` companion (default: found beside the file). ``restrict_to``: a keys
-    file (pickle, JSON or one per line, e.g. ``train_keys_deduplicated.pkl``) keeping only its
-    clips. Written to a temporary folder and renamed into place: a reader never sees half an index.
+    file (pickle, JSON, one per line, e.g. ``train_keys_deduplicated.pkl``, or lines of a ``_keys``
+    companion) keeping only its clips. Written to a temporary folder and renamed into place: a
+    reader never sees half an index.
     """
     path = Path(path)
     if not path.is_file():
@@ -346,9 +347,13 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
     starts, lengths, numbers = line_spans(path)
     row_keys = _keys_of_rows(path, starts, lengths, numbers, keys_path)
     if restrict_path is not None:
-        from datamodules.howtoground import read_keys_file
+        if is_jsonl(restrict_path):  # a keys file in the companion's layout (e.g. a sample of its lines)
+            listed = list(read_keys_lines(restrict_path).values())
+        else:
+            from datamodules.howtoground import read_keys_file
 
-        wanted = np.unique(np.array([k.encode() for k in read_keys_file(restrict_path)], dtype=bytes))
+            listed = read_keys_file(restrict_path)
+        wanted = np.unique(np.array([k.encode() for k in listed], dtype=bytes))
         keep = np.isin(row_keys, wanted)
         if not keep.any():
             raise RecordError(f"{restrict_path}: none of its {len(wanted)} keys is a clip of {path}")

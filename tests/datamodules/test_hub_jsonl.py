@@ -207,6 +207,15 @@ def test_restricting_keys_file(tmp_path):
     assert lazy.keys() == ["vidA_0", "vid_B-2_7"] and [lazy.line(i) for i in range(2)] == [1, 3]
     _same(lazy[1], records[2])
     assert open_jsonl_records(path).keys() == [r.key for r in records]  # its own index, beside
+    sample = write_lines(tmp_path / "sample_keys.jsonl", ['"vidA_1"', '{"video_id": "vidA_0"}'])  # companion lines
+    assert open_jsonl_records(path, restrict_to=sample).keys() == ["vidA_0", "vidA_1"]
+
+
+def test_a_file_where_no_row_has_a_key_fails_when_indexed(tmp_path):
+    rows = [json.dumps(hub_row(r, with_ids=False)) for r in howtoground_records(raw=False)]
+    path = write_lines(tmp_path / "iGround_val_set_raw.jsonl", rows)
+    with pytest.raises(RecordError, match=r"iGround_val_set_raw.jsonl, line 1: missing field\(s\) video_id, clip_id"):
+        build_jsonl_index(path)
 
 
 def test_writer_round_trip_both_layouts(tmp_path):

@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"error: {args.out}: the output must be a .jsonl file")
 
     from core.output_files import refuse_input_as_output
+
     from datamodules.howtoground import merge_instances
     from datamodules.hub_jsonl import write_jsonl_records
     from datamodules.records import RecordError, read_records

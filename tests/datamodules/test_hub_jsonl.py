@@ -293,3 +293,16 @@ def test_a_100k_row_file_is_indexed_and_read_holding_only_the_index(tmp_path):
     assert index_bytes == n * (8 + 8 + 8 + 8 + 11)  # starts, lengths, lines, order, keys
     assert len(pickle.dumps(lazy)) < 2000
     assert os.path.getsize(path) == size
+
+
+def test_the_annotation_truth_and_the_glamm_baseline_read_the_hub_layout(tmp_path):
+    from annotation.config import load_config
+    from annotation.run import plan_clips
+    from tests.fixtures.paths import ROOT
+
+    records = howtoground_records(raw=True)
+    truth = write_howtoground1m(tmp_path, "model_preds", records)
+    config = load_config([ROOT / "configs" / "annotation" / "synthetic.yaml"])
+    specs, skipped = plan_clips(config, tmp_path, truth)
+    assert [s.key for s in specs] == [r.key for r in records] and not skipped
+    assert [(s.start_frame, s.end_frame, s.fps) for s in specs] == [(0, 19, 10.0)] * 4

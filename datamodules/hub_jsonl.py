@@ -12,8 +12,9 @@ A row holds one clip in the fields of the released pickles (:data:`datamodules.r
 less the ids); columns beyond those are kept in ``GroundedRecord.extra``. The clip key
 ``{video_id}_{clip_id}`` comes, in this order, from the row's ``video_id`` and ``clip_id``, from
 its ``key`` column, or from the line of the same number in the ``_keys`` companion (found beside
-the file, or given). A key without ``video_id``/``clip_id`` columns splits at its last ``_``; a
-key with no ``_`` becomes ``<key>_0``. Every error names the file, the line and the field.
+the file, or given). With a ``clip_id`` column the companion's line may name the video alone; a
+key without either column splits at its last ``_``, and a key with no ``_`` becomes ``<key>_0``.
+Every error names the file, the line and the field.
 
 About a million rows do not fit a DataModule's workers as objects. :func:`build_jsonl_index`
 scans the file once (newlines found with numpy, chunk by chunk) and saves each row's byte span,
@@ -132,6 +133,10 @@ def raw_from_row(row: Any, source: str | Path, line: int, key: str | None = None
         raise _line_error(source, line, f"missing field(s) {missing}, no '{KEY_COLUMNS[0]}' column and no "
                                         f"{Path(str(source)).name[:-len(JSONL_SUFFIX)]}{KEYS_SUFFIX} companion "
                                         "to take the clip key from")
+    if clip_id is not None and video_id is None:  # the key names the video, or the whole clip
+        tail = f"_{clip_id}"
+        raw["video_id"] = key[:-len(tail)] if key.endswith(tail) and len(key) > len(tail) else key
+        return raw
     raw["video_id"], raw["clip_id"] = split_key(key, video_id)
     return raw
 

@@ -89,6 +89,17 @@ def test_iground_rows_carry_their_ids_raw_and_processed(tmp_path):
     assert sum(len(b) for r in got_raw for b in r.bboxes) > sum(len(b) for r in got_processed for b in r.bboxes)
 
 
+def test_a_companion_of_video_ids_with_clip_ids_in_the_rows(tmp_path):
+    records = howtoground_records(raw=False)
+    rows = [json.dumps({"clip_id": r.clip_id, **hub_row(r, False)}) for r in records]
+    path = write_lines(tmp_path / "HowToGround1M_model_preds.jsonl", rows)
+    keys = tmp_path / "HowToGround1M_model_preds_keys.jsonl"
+    write_lines(keys, [json.dumps(r.video_id) for r in records])  # the video ids alone
+    assert [(r.video_id, r.clip_id) for r in read_records(path)] == [(r.video_id, r.clip_id) for r in records]
+    write_lines(keys, [json.dumps(r.key) for r in records])  # or the whole keys
+    assert [(r.video_id, r.clip_id) for r in read_records(path)] == [(r.video_id, r.clip_id) for r in records]
+
+
 def test_a_key_column_serves_without_a_companion(tmp_path):
     records = howtoground_records(raw=False)
     path = write_lines(tmp_path / "clips.jsonl", [json.dumps({"key": r.key, **hub_row(r, False)}) for r in records])

@@ -264,6 +264,8 @@ def format_table(report: Mapping[str, Any]) -> str:
         shown = f"{value:.0f}" if name.startswith("num_") else f"{value:.4f}"
         lines.append(f"{name:<{width}}  {shown}")
     lines.append(f"clips evaluated: {report['num_clips']}")
+    if report.get("settings", {}).get("level") == "center":
+        lines.append("set-up: Center (boxes of each clip's centre annotated frame only)")
     official = report.get("settings", {}).get("protocol") == "official"
     if report["missing_predictions"]:
         how = "left out, as the official protocol does" if official else "scored as empty"

@@ -94,6 +94,9 @@ def test_center_keeps_the_captions_and_runs_from_the_command_line(tmp_path):
     whole = evaluate_files(gt, pred, level="video", text_encoder="exact", caption_metrics=metrics, capture=False)
     for name in metrics:
         assert center["metrics"][name] == whole["metrics"][name]  # the caption is scored as it is
+    from metrics.evaluate import format_table
+
+    assert "set-up: Center" in format_table(center) and "set-up" not in format_table(whole)
     out = tmp_path / "center.json"
     printed = main(["--gt", str(gt), "--pred", str(pred), "--level", "center", "--text-encoder", "exact",
                     "--caption-metrics", "", "--no-capture", "--out", str(out)])

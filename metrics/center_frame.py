@@ -15,7 +15,7 @@ figures, and a clip whose centre frame has no ground-truth box leaves the ground
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -49,9 +49,20 @@ def centre_prediction(prediction: Mapping[str, Any], frame: int) -> dict[str, An
     return {**prediction, "frames": kept}
 
 
+def centre_records(records: Mapping[str, Any]) -> dict:
+    """``{key: record cut to its centre annotated frame}``."""
+    return {k: centre_record(r) for k, r in records.items()}
+
+
+def centre_items(records: Mapping[str, Any], items: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """``(key, prediction)`` pairs with each prediction cut to its record's centre frame, lazily (a
+    stream of clips stays a stream); ``records`` may be the cut ones. Clips not in ``records``
+    pass as given."""
+    for key, prediction in items:
+        yield key, (centre_prediction(prediction, centre_frame(records[key])) if key in records else prediction)
+
+
 def centre_view(records: Mapping[str, Any], predictions: Mapping[str, Any]) -> tuple[dict, dict]:
     """Records and predictions of the Center set-up; predictions of clips not in ``records`` are kept as given."""
-    frames = {k: centre_frame(r) for k, r in records.items()}
-    cut_records = {k: centre_record(r) for k, r in records.items()}
-    cut_predictions = {k: centre_prediction(p, frames[k]) if k in frames else p for k, p in predictions.items()}
-    return cut_records, cut_predictions
+    cut = centre_records(records)
+    return cut, dict(centre_items(cut, predictions.items()))

@@ -450,7 +450,9 @@ class JsonlRecords(Sequence):
         return key or f"{self.source.name}:{self.line(position)}"
 
     def keys(self) -> list[str]:
-        return [self.key(i) for i in range(len(self))]
+        """Every row's key, in file order (``file:line`` for a row without one)."""
+        arrays, name = self.arrays(), self.source.name
+        return [k.decode("utf-8") or f"{name}:{int(n)}" for k, n in zip(arrays["keys"].tolist(), arrays["lines"])]
 
     def position(self, key: str) -> int:
         """Position of ``key`` (binary search through ``order``); KeyError when absent."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from annotation.howtocaption import is_parquet_source, read_howtocaption
-from datamodules.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES, VideoDecodeError, open_video
+from formats.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES, VideoDecodeError, open_video
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def read_timestamps(path: str | Path, video_ids: Iterable[str] | None = None) ->
     if not path.is_file():
         raise FileNotFoundError(f"clips.timestamps: {path} does not exist")
     if path.suffix.lower() in (".pkl", ".pickle"):
-        from datamodules.safe_pickle import safe_load
+        from formats.safe_pickle import safe_load
 
         data = safe_load(path)
     else:

@@ -86,7 +86,7 @@ def _in_child(fn, *args):
 def child_baseline() -> dict:
     import core  # noqa: F401
 
-    from datamodules.hub_jsonl import JsonlRecords  # noqa: F401
+    from formats.hub_jsonl import JsonlRecords  # noqa: F401
 
     return {"peak_mib": peak_rss_mib(), "rss_mib": current_rss_mib()}
 
@@ -95,7 +95,7 @@ def child_build(path: str, index_dir: str) -> dict:
     """Index a file (its ``_keys`` companion is used when one lies beside it)."""
     import core  # noqa: F401
 
-    from datamodules.hub_jsonl import build_jsonl_index
+    from formats.hub_jsonl import build_jsonl_index
 
     start = time.perf_counter()
     build_jsonl_index(path, index_dir, rebuild=True)
@@ -106,7 +106,7 @@ def child_cached_start(path: str, index_dir: str, samples: int) -> dict:
     """A fresh process: open the (current) index as a DataModule does, then read random records."""
     import core  # noqa: F401
 
-    from datamodules.hub_jsonl import open_jsonl_records
+    from formats.hub_jsonl import open_jsonl_records
 
     before, before_anon = current_rss_mib(), current_rss_mib("RssAnon")
     start = time.perf_counter()
@@ -133,7 +133,7 @@ def child_cached_start(path: str, index_dir: str, samples: int) -> dict:
 def child_eager(path: str) -> dict:
     import core  # noqa: F401
 
-    from datamodules.hub_jsonl import read_jsonl_records
+    from formats.hub_jsonl import read_jsonl_records
 
     before = current_rss_mib()
     start = time.perf_counter()

@@ -5,7 +5,7 @@ GLaMM, a still-image model, has no video-level caption, so the paper scores its 
 the centre frame of each clip; GROVE's Center rows are scored the same way for comparison.
 
 The centre frame, exactly: a clip's annotated frames are its 5-fps grid
-(:func:`datamodules.records.annotation_grid`), ``N`` source-frame numbers ``g[0] < ... < g[N-1]``;
+(:func:`formats.frame_grids.annotation_grid`), ``N`` source-frame numbers ``g[0] < ... < g[N-1]``;
 its centre frame is ``g[N // 2]`` (for even ``N`` the later of the two middle frames). The
 ground truth keeps that frame's boxes; the prediction keeps its entry whose ``frame`` equals
 that number (none: the clip is predicted empty there); the caption is scored as it is. A clip is

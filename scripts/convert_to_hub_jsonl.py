@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     from core.output_files import refuse_input_as_output
 
     from datamodules.howtoground import merge_instances
-    from datamodules.hub_jsonl import write_jsonl_records
-    from datamodules.records import RecordError, read_records
+    from formats.hub_jsonl import write_jsonl_records
+    from formats.records import RecordError, read_records
 
     try:
         refuse_input_as_output(args.out, {"ANNOTATIONS": args.annotations}, output_option="OUT")

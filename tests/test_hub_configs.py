@@ -9,7 +9,7 @@ import yaml
 from callbacks.init_from_checkpoint import InitFromCheckpoint
 from cli import cli_main
 from datamodules.howtoground import merge_instances
-from datamodules.hub_jsonl import JsonlRecords, write_jsonl_records
+from formats.hub_jsonl import JsonlRecords, write_jsonl_records
 from tests.fixtures.paths import ROOT
 from tests.fixtures.public_datasets import howtoground_records
 from tests.test_dataset_configs import fixtures, tiny  # noqa: F401 (module fixtures reused)

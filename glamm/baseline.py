@@ -25,9 +25,9 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from datamodules.video import VideoDecodeError, open_video
+from formats.video import VideoDecodeError, open_video
+from glamm.model import GLaMM, frame_boxes, ground_in_batches
 from metrics.center_frame import centre_position
-from models.glamm import GLaMM, frame_boxes, ground_in_batches
 
 LEVELS = ("frame", "video", "center")
 

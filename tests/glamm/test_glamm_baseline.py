@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from datamodules.records import read_records
+from formats.records import read_records
 from metrics.evaluate import main as evaluate_main
 from tests.fixtures.official_glamm_state import save_loud_glamm_folder
 
@@ -73,10 +73,10 @@ def test_teacher_forced_baseline_grounds_the_truth_caption(data, tmp_path):
 
 
 def test_center_baseline_is_glamm_on_the_centre_frame_alone(data, tmp_path):
-    from datamodules.video import open_video
+    from formats.video import open_video
+    from glamm.baseline import predict_records
+    from glamm.model import GLaMM, frame_boxes
     from metrics.center_frame import centre_frame
-    from models.glamm import GLaMM, frame_boxes
-    from tools.glamm_baseline import predict_records
 
     out = tmp_path / "center.json"
     assert _script("baseline", "--folder", str(data["glamm"]), "--config", str(TINY), "--gt", str(data["gt"]),

@@ -8,7 +8,7 @@ The hub files (``datasets.load_dataset`` reads the same files):
 * iGround, per split and kind: ``iGround_<split>_set_processed.jsonl`` (one union box per phrase
   and frame, for training) and ``iGround_<split>_set_raw.jsonl`` (separate instances, for evaluation).
 
-A row holds one clip in the fields of the released pickles (:data:`datamodules.records.REQUIRED_FIELDS`
+A row holds one clip in the fields of the released pickles (:data:`formats.records.REQUIRED_FIELDS`
 less the ids); columns beyond those are kept in ``GroundedRecord.extra``. The clip key
 ``{video_id}_{clip_id}`` comes, in this order, from the row's ``video_id`` and ``clip_id``, from
 its ``key`` column, or from the line of the same number in the ``_keys`` companion (found beside
@@ -34,183 +34,40 @@ import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
-from datamodules.records import GroundedRecord, RecordError
+from formats.jsonl_rows import (  # noqa: F401 (the hub layout's names, one import away)
+    JSONL_SUFFIX,
+    KEYS_SUFFIX,
+    check_key_lines,
+    companion_keys,
+    is_jsonl,
+    parse_row,
+    raw_from_row,
+    split_key,
+)
+from formats.keys_files import key_of_keys_line, line_error, read_keys_file, read_keys_lines  # noqa: F401
+from formats.records import GroundedRecord, RecordError, read_jsonl_records  # noqa: F401
 
 log = logging.getLogger(__name__)
 
-JSONL_SUFFIX = ".jsonl"
-KEYS_SUFFIX = "_keys.jsonl"
-KEY_COLUMNS = ("key", "video_key", "clip_key")  # a row's own clip key, when it carries one
 INDEX_VERSION = 1
 _CHUNK = 1 << 24  # bytes read at a time while scanning for newlines
 
 
-def is_jsonl(path: str | Path) -> bool:
-    """Whether ``path`` names a JSON Lines annotation file (``*.jsonl``)."""
-    return str(path).lower().endswith(JSONL_SUFFIX)
-
-
-def companion_keys(path: str | Path) -> Path | None:
-    """The hub's ``<name>_keys.jsonl`` beside ``<name>.jsonl``, when it exists."""
-    path = Path(path)
-    if path.name.endswith(KEYS_SUFFIX):
-        return None
-    candidate = path.with_name(path.name[: -len(JSONL_SUFFIX)] + KEYS_SUFFIX)
-    return candidate if candidate.is_file() else None
-
-
 # ---------------------------------------------------------------- one line
-
-def _line_error(source: str | Path, line: int, message: str) -> RecordError:
-    return RecordError(f"{source}, line {line}: {message}")
-
-
-def key_of_keys_line(text: str | bytes, source: str | Path, line: int) -> str:
-    """The clip key on one line of a ``_keys`` file: a JSON string or number, an object with
-    ``video_id`` + ``clip_id`` or one key column (``key``, ``video_key``, ``clip_key``, ``video_id``,
-    ``id``) or a single field, or bare text."""
-    text = text.decode("utf-8") if isinstance(text, bytes) else text
-    text = text.strip()
-    if not text:
-        raise _line_error(source, line, "blank line where a clip key is expected")
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return text  # bare text: the key itself
-    if isinstance(value, Mapping):
-        if value.get("video_id") is not None and value.get("clip_id") is not None:
-            return f"{value['video_id']}_{value['clip_id']}"
-        for name in KEY_COLUMNS + ("video_id", "id"):
-            if value.get(name) is not None:
-                value = value[name]
-                break
-        else:
-            if len(value) != 1:
-                raise _line_error(source, line, f"cannot tell the clip key among the fields {sorted(value)}; "
-                                                f"expected one of {', '.join(KEY_COLUMNS + ('video_id', 'id'))}")
-            (value,) = value.values()
-    if isinstance(value, bool) or not isinstance(value, (str, int)) or (isinstance(value, str) and not value.strip()):
-        raise _line_error(source, line, f"the clip key must be a non-empty string, got {value!r}")
-    return str(value).strip()
-
-
-def split_key(key: str, video_id: Any = None) -> tuple[str, str]:
-    """``(video_id, clip_id)`` of a clip key: after the row's ``video_id`` when the key starts with
-    it, else at the key's last ``_`` (``clip_id`` ``"0"`` for a key without one)."""
-    if video_id is not None and key.startswith(f"{video_id}_") and len(key) > len(str(video_id)) + 1:
-        return str(video_id), key[len(str(video_id)) + 1:]
-    head, sep, tail = key.rpartition("_")
-    if not sep or not head or not tail:
-        return key, "0"
-    return head, tail
-
-
-def raw_from_row(row: Any, source: str | Path, line: int, key: str | None = None,
-                 keys_source: str | Path | None = None) -> dict[str, Any]:
-    """A hub row as a record dict with ``video_id``/``clip_id`` filled in (see the module doc)."""
-    if not isinstance(row, Mapping):
-        raise _line_error(source, line, f"expected a JSON object (one clip), got {type(row).__name__}")
-    raw = dict(row)
-    video_id, clip_id = raw.get("video_id"), raw.get("clip_id")
-    if video_id is not None and clip_id is not None:
-        own = f"{video_id}_{clip_id}"
-        if key is not None and key != own:
-            raise _line_error(source, line, f"fields 'video_id'/'clip_id' give the key '{own}' but line {line} of "
-                                            f"{keys_source} gives '{key}': is the keys file the one of this file?")
-        return raw
-    if key is None:
-        for name in KEY_COLUMNS:
-            if isinstance(raw.get(name), (str, int)) and not isinstance(raw[name], bool):
-                key = str(raw[name])
-                break
-    if key is None:
-        missing = "video_id, clip_id" if video_id is None and clip_id is None else ("clip_id" if video_id is not None
-                                                                                    else "video_id")
-        raise _line_error(source, line, f"missing field(s) {missing}, no '{KEY_COLUMNS[0]}' column and no "
-                                        f"{Path(str(source)).name[:-len(JSONL_SUFFIX)]}{KEYS_SUFFIX} companion "
-                                        "to take the clip key from")
-    if clip_id is not None and video_id is None:  # the key names the video, or the whole clip
-        tail = f"_{clip_id}"
-        raw["video_id"] = key[:-len(tail)] if key.endswith(tail) and len(key) > len(tail) else key
-        return raw
-    raw["video_id"], raw["clip_id"] = split_key(key, video_id)
-    return raw
-
 
 def record_from_line(text: str | bytes, source: str | Path, line: int, key: str | None = None,
                      keys_source: str | Path | None = None, clip_boxes: bool = True) -> GroundedRecord:
     """Parse and validate one JSONL line; every failure is a :class:`RecordError` naming file and line."""
-    try:
-        row = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as err:
-        detail = f"{err.msg} at column {err.colno}" if isinstance(err, json.JSONDecodeError) else str(err)
-        raise _line_error(source, line, f"not valid JSON ({detail})") from None
-    raw = raw_from_row(row, source, line, key, keys_source)
+    raw = parse_row(text, source, line, key, keys_source)
     return GroundedRecord.from_dict(raw, f"{source}, line {line}", key=f"{raw['video_id']}_{raw['clip_id']}",
                                     clip_boxes=clip_boxes)
 
 
 # ---------------------------------------------------------------- whole files, eagerly
-
-def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of the non-blank lines of a text file."""
-    with path.open("r", encoding="utf-8", newline="\n") as handle:
-        for number, text in enumerate(handle, start=1):
-            if text.rstrip("\r\n"):  # the rule of line_spans: empty (or only "\r") is blank
-                yield number, text
-
-
-def read_keys_lines(path: str | Path) -> dict[int, str]:
-    """``{line number: key}`` of a ``_keys`` companion."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"keys file {path} does not exist")
-    return {number: key_of_keys_line(text, path, number) for number, text in _numbered_lines(path)}
-
-
-def _check_key_lines(keys: Mapping[int, str], rows: Sequence[int], source: Path, keys_source: Path) -> None:
-    """The companion gives a key on the line of each row and on no other line."""
-    row_set = set(rows)
-    without = [n for n in rows if n not in keys]
-    if without:
-        raise RecordError(f"{keys_source}: line {without[0]} holds no key, but line {without[0]} of {source} is a "
-                          f"clip ({len(without)} row(s) without a key; the keys file must have one line per row)")
-    extra = [n for n in keys if n not in row_set]
-    if extra:
-        raise RecordError(f"{keys_source}: line {extra[0]} holds a key, but line {extra[0]} of {source} is no clip "
-                          f"({len(keys)} keys for {len(rows)} rows)")
-
-
-def read_jsonl_records(path: str | Path, keys: str | Path | None = None,
-                       clip_boxes: bool = True) -> list[GroundedRecord]:
-    """Every record of a hub JSONL file (``keys``: its ``_keys`` companion; default: found beside it).
-
-    For small files (iGround's splits) and tools that want every record; large files go through
-    :func:`open_jsonl_records`. A key given on two lines is an error naming both.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"annotation path {path} does not exist")
-    keys_path = Path(keys) if keys is not None else companion_keys(path)
-    lines = list(_numbered_lines(path))
-    key_lines = read_keys_lines(keys_path) if keys_path is not None else None
-    if key_lines is not None:
-        _check_key_lines(key_lines, [n for n, _ in lines], path, keys_path)
-    records, seen = [], {}
-    for number, text in lines:
-        record = record_from_line(text, path, number, None if key_lines is None else key_lines[number],
-                                  keys_path, clip_boxes)
-        if record.key in seen:
-            raise RecordError(f"{path}: clip key '{record.key}' appears twice (lines {seen[record.key]} and "
-                              f"{number}); keys must be unique")
-        seen[record.key] = number
-        records.append(record)
-    return records
-
 
 def write_jsonl_records(records, path: str | Path, keys_companion: bool = False) -> Path:
     """Records as a hub-layout JSONL file; ``keys_companion``: ids left out of the rows and written,
@@ -291,7 +148,7 @@ def _keys_of_rows(path: Path, starts: np.ndarray, lengths: np.ndarray, numbers: 
         k_starts, k_lengths, k_numbers = line_spans(keys_path)
         if len(k_numbers) != len(numbers) or (k_numbers != numbers).any():
             lines = dict.fromkeys(int(n) for n in k_numbers)
-            _check_key_lines(lines, [int(n) for n in numbers], path, keys_path)
+            check_key_lines(lines, [int(n) for n in numbers], path, keys_path)
         keys = []
         with open(keys_path, "rb") as handle:
             for start, length, number in zip(k_starts.tolist(), k_lengths.tolist(), k_numbers.tolist()):
@@ -305,7 +162,7 @@ def _keys_of_rows(path: Path, starts: np.ndarray, lengths: np.ndarray, numbers: 
                 raw = raw_from_row(json.loads(text), path, number)
                 keys.append(f"{raw['video_id']}_{raw['clip_id']}".encode())
             except (RecordError, ValueError, UnicodeDecodeError) as err:
-                first_error = first_error or (err if isinstance(err, RecordError) else None) or _line_error(
+                first_error = first_error or (err if isinstance(err, RecordError) else None) or line_error(
                     path, number, f"not valid JSON ({err})")
                 keys.append(b"")
     if keys and first_error is not None and not any(keys):  # not one row has a key: the file, not a row, is wrong
@@ -352,13 +209,7 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
     starts, lengths, numbers = line_spans(path)
     row_keys = _keys_of_rows(path, starts, lengths, numbers, keys_path)
     if restrict_path is not None:
-        if is_jsonl(restrict_path):  # a keys file in the companion's layout (e.g. a sample of its lines)
-            listed = list(read_keys_lines(restrict_path).values())
-        else:
-            from datamodules.howtoground import read_keys_file
-
-            listed = read_keys_file(restrict_path)
-        wanted = np.unique(np.array([k.encode() for k in listed], dtype=bytes))
+        wanted = np.unique(np.array([k.encode() for k in read_keys_file(restrict_path)], dtype=bytes))
         keep = np.isin(row_keys, wanted)
         if not keep.any():
             raise RecordError(f"{restrict_path}: none of its {len(wanted)} keys is a clip of {path}")

@@ -10,7 +10,7 @@ import pytest
 
 from datamodules.grounded_dataset import GroundedClipDataset
 from datamodules.howtoground import HowToGroundDataModule, merge_instances
-from datamodules.hub_jsonl import (
+from formats.hub_jsonl import (
     JsonlRecords,
     build_jsonl_index,
     companion_keys,
@@ -20,8 +20,8 @@ from datamodules.hub_jsonl import (
     split_key,
     write_jsonl_records,
 )
-from datamodules.records import RecordError, read_records
-from metrics.evaluate import evaluate_files
+from formats.records import RecordError, read_records
+from metrics.evaluation import evaluate_files
 from tests.fixtures.public_datasets import howtoground_records, write_howtoground_public
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)

@@ -67,7 +67,7 @@ def record_from_line(text: str | bytes, source: str | Path, line: int, key: str 
                                     clip_boxes=clip_boxes)
 
 
-# ---------------------------------------------------------------- whole files, eagerly
+# ---------------------------------------------------------------- writing the layout
 
 def write_jsonl_records(records, path: str | Path, keys_companion: bool = False) -> Path:
     """Records as a hub-layout JSONL file; ``keys_companion``: ids left out of the rows and written,

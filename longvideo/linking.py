@@ -197,7 +197,8 @@ def pair_scores(entities: Sequence[Entity], tubes: ClipTubes, weights: LinkingWe
     return np.where((weight > 0) & ~veto, total / np.maximum(weight, 1e-12), np.nan)
 
 
-def link_clips(clips: Sequence[ClipTubes], weights: LinkingWeights | None = None) -> tuple[list[list[int]], list[Entity]]:
+def link_clips(clips: Sequence[ClipTubes],
+               weights: LinkingWeights | None = None) -> tuple[list[list[int]], list[Entity]]:
     """Entity ids for every phrase of every clip (``ids[c][p]``), and the entities, clips taken in order."""
     weights = weights or LinkingWeights()
     entities: list[Entity] = []

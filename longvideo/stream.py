@@ -9,7 +9,8 @@ the next packet that decodes.
 Frame ``i`` is the frame presented at ``i / fps`` seconds after the stream's first timestamp, as
 :class:`datamodules.video.PyAVVideoSource` counts frames (``fps`` = the stream's average rate),
 so a variable-frame-rate video is read on its nominal grid: a wanted index is served by the
-first frame presented at or after it. Frames come upright (the display matrix's quarter turns).
+first frame presented at or after it (frame for frame what the seeking reader gives). Frames
+come upright (the display matrix's quarter turns).
 """
 from __future__ import annotations
 
@@ -101,8 +102,7 @@ def stream_frames(path: str | Path, wanted: Sequence[int], fps: float,
                     if start_pts is None:
                         start_pts = frame.pts
                     index = int(round((frame.pts - start_pts) * time_base * rate))
-                if index <= last_index:  # repeated timestamps (variable frame rate): the next slot
-                    index = last_index + 1
+                index = max(index, last_index)  # two frames rounding to one slot (variable rate): the first serves it
                 jump = index - last_index
                 if error is not None or jump > MAX_SILENT_JUMP_S * float(rate):
                     reason = error or f"no frame for {jump / float(rate):.2f} s"

@@ -113,6 +113,7 @@ class ClipPlanner:
 
     def gap(self) -> list[PlannedClip]:
         """A decoding gap: the run before it ends, and what follows is a new shot."""
+        had_frames = self.run_length > 0
         out = self.close()
-        self.shot += 1
+        self.shot += int(had_frames)
         return out

@@ -1,7 +1,8 @@
 """The entity-coloured MP4: entity k keeps palette colour k in every clip, gaps keep the length."""
+from core.drawing import LABEL_ALPHA, PALETTE
+
 import numpy as np
 
-from core.drawing import LABEL_ALPHA, PALETTE
 from datamodules.video import PyAVVideoSource, write_video
 from longvideo.render import entity_colours, render_timeline_video
 

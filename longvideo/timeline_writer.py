@@ -42,7 +42,7 @@ class LongVideoTimeline(L.Callback):
     """
 
     def __init__(self, output_dir: str | None = None, text_encoder: str | None = "minilm", appearance: bool = True,
-                 appearance_frames: int = 4, box_weight: float = 2.0, text_weight: float = 1.0,
+                 appearance_frames: int = 4, box_weight: float = 1.0, text_weight: float = 1.0,
                  appearance_weight: float = 1.0,
                  min_score: float = 0.5, min_box_iou: float | None = 0.01, language_config: str | None = None,
                  render: bool = True, subdir: str = "annotated", crf: int = 23):

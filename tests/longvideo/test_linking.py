@@ -73,7 +73,7 @@ def test_a_similar_object_appearing_elsewhere_next_to_the_last_box_is_new():
     # same words, but its first box is on the grid frame right after the other's last, far away
     clips = [clip(0, ["a knife"], [[0, 0, 40, 40]], text=KNIFE[None], appearance=KNIFE[None]),
              clip(30, ["a knife"], [[300, 0, 340, 40]], text=KNIFE[None], appearance=KNIFE[None])]
-    no_veto = LinkingWeights(min_box_iou=None, min_score=0.45)
+    no_veto = LinkingWeights(box=2.0, min_box_iou=None, min_score=0.45)
     scores = pair_scores(link_clips(clips[:1])[1], clips[1], no_veto)
     assert scores[0, 0] == pytest.approx((2 * 0.0 + 1.0 + 1.0) / 4)  # the weighted mean, IoU 0
     assert link_clips(clips, no_veto)[0] == [[0], [0]]

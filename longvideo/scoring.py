@@ -1,7 +1,7 @@
 """Scoring entity linking over a whole video with the standard multi-object-tracking identity measures.
 
 The entities of a timeline are tracks (one id, one box per grid frame where seen); the long
-synthetic videos' ground truth (:mod:`datamodules.synthetic_long`) gives true tracks. Both go to
+synthetic videos' ground truth (:mod:`longvideo.synthetic_long`) gives true tracks. Both go to
 TrackEval's HOTA (Luiten et al., "HOTA: A Higher Order Metric for Evaluating Multi-Object
 Tracking", IJCV 2021: HOTA, DetA, AssA averaged over IoU thresholds 0.05..0.95), Identity
 (Ristani et al., 2016: IDF1) and CLEAR (MOTA, ID switches) on the grid frames, matched by box IoU.

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from datamodules.synthetic_long import LongVideoConfig, generate_long_video
 from datamodules.synthetic_scenes import COLOURS
 from datamodules.video import PyAVVideoSource
 from longvideo.scoring import clips_from_truth, entity_tracks, identity_scores, per_clip_tracks
+from longvideo.synthetic_long import LongVideoConfig, generate_long_video
 from longvideo.timeline import build_timeline
 
 CONFIG = LongVideoConfig(duration_s=40.0, fps=10.0, width=320, height=180, num_objects=4, look_alikes=1,

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from callbacks.annotated_video_writer import StreamingVideoEncoder
 from datamodules.records import annotation_grid
 from datamodules.synthetic_scenes import (
     COLOURS,
@@ -121,8 +122,6 @@ def ground_truth_chunk(scene: SyntheticScene, identities: list[int], frames: np.
 def generate_long_video(path: str | Path, config: LongVideoConfig, chunk_frames: int = 150,
                         video: bool = True) -> dict[str, Any]:
     """Write ``path`` (MP4, unless ``video`` is False) and ``path.with_suffix('.json')`` (the ground truth)."""
-    from callbacks.annotated_video_writer import StreamingVideoEncoder
-
     path = Path(path)
     scene, identities = sample_long_scene(config)
     threshold = _visible_threshold(scene, SyntheticConfig(frame_size=(config.width, config.height),
@@ -154,7 +153,7 @@ def generate_long_video(path: str | Path, config: LongVideoConfig, chunk_frames:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m datamodules.synthetic_long OUT.mp4 --minutes M [--seed S]``: one long synthetic video."""
+    """``python -m longvideo.synthetic_long OUT.mp4 --minutes M [--seed S]``: one long synthetic video."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)

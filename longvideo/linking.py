@@ -61,9 +61,12 @@ class ClipTubes:
 class LinkingWeights:
     """How the cues combine: weights of the weighted mean, and the score a link needs.
 
-    The defaults are the best of a small sweep (box weight 0.5-4, threshold 0.2-0.8) of the linking
-    step alone on a 10-minute long synthetic video of seed 1 (docs/long_video.md reports seed 0).
+    The defaults are the best of a small sweep (box weight 0.5-4, full IoU 0.3-1, threshold 0.2-0.8)
+    of the linking step alone on a 10-minute long synthetic video of seed 1 (docs/long_video.md
+    reports seed 0).
 
+    ``full_box_iou``: the IoU at which box continuity counts in full (the box cue is
+    ``min(1, IoU / full_box_iou)``): a small object moving fast overlaps its last box only partly.
     ``min_box_iou``: a pair whose box cue is below it is never linked, whatever the other cues say
     (an object does not jump away within one grid step); None turns the veto off.
     ``adjacent_frames``: the largest distance in source frames between an entity's last box and a
@@ -71,12 +74,13 @@ class LinkingWeights:
     0 means shared frames only).
     """
 
-    box: float = 1.0
+    box: float = 2.0
     text: float = 1.0
     appearance: float = 1.0
-    min_score: float = 0.5
+    min_score: float = 0.6
     adjacent_frames: int = 6
     min_box_iou: float | None = 0.01
+    full_box_iou: float = 0.5
 
 
 @dataclass
@@ -185,12 +189,12 @@ def cosine(a: np.ndarray | None, sums: Sequence[np.ndarray | None]) -> np.ndarra
 def pair_scores(entities: Sequence[Entity], tubes: ClipTubes, weights: LinkingWeights) -> np.ndarray:
     """``(P, E)`` weighted mean of the available cues (NaN where a pair has none, or is vetoed by its boxes)."""
     P, E = len(tubes.phrases), len(entities)
-    cues = [(weights.box, box_continuity(entities, tubes, weights.adjacent_frames)),
+    iou = box_continuity(entities, tubes, weights.adjacent_frames)
+    cues = [(weights.box, np.minimum(1.0, iou / max(weights.full_box_iou, 1e-6))),
             (weights.text, cosine(tubes.text, [e.text_sum for e in entities])),
             (weights.appearance, cosine(tubes.appearance, [e.appearance_sum for e in entities]))]
     total, weight = np.zeros((P, E)), np.zeros((P, E))
-    box = cues[0][1]
-    veto = (~np.isnan(box)) & (box < weights.min_box_iou) if weights.min_box_iou is not None else np.zeros((P, E), bool)
+    veto = (~np.isnan(iou)) & (iou < weights.min_box_iou) if weights.min_box_iou is not None else np.zeros((P, E), bool)
     for w, cue in cues:
         if cue is None or w <= 0:
             continue

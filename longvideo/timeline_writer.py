@@ -34,7 +34,7 @@ class LongVideoTimeline(L.Callback):
         text_encoder: the meaning cue's encoder (``minilm``, ``exact``, a local HF folder; None: no
             meaning cue).
         appearance: use the appearance cue; ``appearance_frames``: frames per clip it is pooled on.
-        box_weight / text_weight / appearance_weight / min_score / min_box_iou: the linking
+        box_weight / text_weight / appearance_weight / min_score / min_box_iou / full_box_iou: the linking
             (:class:`longvideo.linking.LinkingWeights`).
         language_config: an annotation config file: link by its Stages 2-3 on the clip captions
             (and take its Stage 2 caption as the story's summary) instead of by the cues.
@@ -42,16 +42,17 @@ class LongVideoTimeline(L.Callback):
     """
 
     def __init__(self, output_dir: str | None = None, text_encoder: str | None = "minilm", appearance: bool = True,
-                 appearance_frames: int = 4, box_weight: float = 1.0, text_weight: float = 1.0,
+                 appearance_frames: int = 4, box_weight: float = 2.0, text_weight: float = 1.0,
                  appearance_weight: float = 1.0,
-                 min_score: float = 0.5, min_box_iou: float | None = 0.01, language_config: str | None = None,
+                 min_score: float = 0.6, min_box_iou: float | None = 0.01,
+                 full_box_iou: float = 0.5, language_config: str | None = None,
                  render: bool = True, subdir: str = "annotated", crf: int = 23):
         self.output_dir = output_dir
         self.text_encoder = text_encoder
         self.appearance = appearance
         self.appearance_frames = int(appearance_frames)
         self.weights = dict(box=box_weight, text=text_weight, appearance=appearance_weight, min_score=min_score,
-                            min_box_iou=min_box_iou)
+                            min_box_iou=min_box_iou, full_box_iou=full_box_iou)
         self.language_config = language_config
         self.render = render
         self.subdir = subdir

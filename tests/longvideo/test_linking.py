@@ -127,3 +127,12 @@ def test_link_by_names_groups_phrases_given_the_same_video_level_name():
     ids = link_by_names([["a knife", "a board"], ["the knife", "a cup"]],
                         [["knife", "board"], ["knife", None]])
     assert ids == [[0, 1], [0, 2]]
+
+
+def test_box_continuity_counts_in_full_from_full_box_iou():
+    first = clip(0, ["x"], [[0, 0, 10, 10]])
+    touching = clip(30, ["x"], [[5, 0, 15, 10]])  # IoU 1/3 with the last box, one grid step later
+    _, entities = link_clips([first])
+    half = LinkingWeights(box=1.0, full_box_iou=0.5)
+    assert pair_scores(entities, touching, half)[0, 0] == pytest.approx((1 / 3) / 0.5)
+    assert pair_scores(entities, touching, LinkingWeights(box=1.0, full_box_iou=0.25))[0, 0] == pytest.approx(1.0)

@@ -164,10 +164,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--height", type=int, default=360)
     parser.add_argument("--fps", type=float, default=30.0)
     parser.add_argument("--objects", type=int, default=6)
+    parser.add_argument("--object-size", type=int, nargs=2, default=[28, 56], metavar=("MIN", "MAX"))
     parser.add_argument("--no-video", action="store_true", help="write the ground truth only")
     args = parser.parse_args(argv)
     config = LongVideoConfig(duration_s=60 * args.minutes, fps=args.fps, width=args.width, height=args.height,
-                             num_objects=args.objects, seed=args.seed)
+                             num_objects=args.objects, seed=args.seed, object_size=tuple(args.object_size))
     truth = generate_long_video(args.out, config, video=not args.no_video)
     print(f"{args.out}: {config.num_frames} frames, {len(truth['objects'])} objects; ground truth "
           f"{Path(args.out).with_suffix('.json')}")

@@ -21,6 +21,9 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   # imported), and the parity tests score with it. Without its dependencies (they would pull its
   # own scene-graph parser and sentence encoder stack); the tests stub what it imports.
   .venv/bin/pip install --disable-pip-version-check -q --no-deps "capture-metric==0.1.13"
+  # TrackEval (HOTA, IDF1 for long-video linking) without its dependencies: it requires the GUI
+  # OpenCV build, which would shadow the headless one scenedetect-headless brings.
+  .venv/bin/pip install --disable-pip-version-check -q --no-deps "trackeval==1.3.0"
   echo "$want" > "$stamp"
 fi
 

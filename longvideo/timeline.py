@@ -10,7 +10,8 @@ beside this file (``format: grove-timeline``, ``version: 1``):
 - ``gaps``: stretches that could not be decoded, with the decoder's reason;
 - ``entities``: id, name (the most informative phrase), all its phrases, the segments it is in,
   and its tube: one box per grid frame where it was seen, with the score and the clip it came from;
-- ``story``: the clip captions in order, and an optional summary caption.
+- ``story``: the clip captions in order, and an optional summary caption with the entity each of its
+  tagged phrases stands for.
 """
 from __future__ import annotations
 
@@ -99,6 +100,11 @@ def build_timeline(video: Mapping[str, Any], clips: Sequence[Mapping[str, Any]],
     else:
         ids, entity_list = link_clips(tubes, weights)
     link_of = {c["key"]: row for c, row in zip(predicted, ids)}
+    summary_links: dict[str, int] = {}  # a summary phrase -> the entity of the clip phrases put into it
+    for c, t in zip(predicted, tubes):
+        for name, e in zip((names or {}).get(c["key"], []), link_of[c["key"]]):
+            if name is not None:
+                summary_links.setdefault(name, int(e))
     segments = []
     for c in ordered:
         pred = predictions.get(c["key"])
@@ -134,7 +140,8 @@ def build_timeline(video: Mapping[str, Any], clips: Sequence[Mapping[str, Any]],
                   "start_s": round(float(g["start_s"]), 3), "end_s": round(float(g["end_s"]), 3),
                   "reason": str(g["reason"])} for g in gaps],
         "entities": entities_out,
-        "story": {"captions": [s["caption"] for s in segments if s["caption"] is not None], "summary": summary},
+        "story": {"captions": [s["caption"] for s in segments if s["caption"] is not None], "summary": summary,
+                  "summary_phrases": [{"phrase": p, "entity": e} for p, e in summary_links.items()]},
     }
 
 

@@ -34,6 +34,8 @@ def test_clip_phrases_are_put_into_the_summary_phrases_and_become_entities(tmp_p
     timeline = build_timeline(video, clips, predictions, names=names, summary=summary)
     assert [e["segments"] for e in timeline["entities"]] == [["v_0", "v_1", "v_2"]]
     assert timeline["story"]["summary"] == summary
+    assert timeline["story"]["summary_phrases"] == [{"phrase": names["v_0"][0], "entity": 0}]
+    assert names["v_0"][0] in summary  # a tagged phrase of the summary, standing for entity 0
 
 
 def test_no_predicted_clip_is_a_problem_not_a_crash(tmp_path):

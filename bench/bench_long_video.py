@@ -107,7 +107,7 @@ def child_decode(path: str) -> None:
     """Child: the one-pass decode alone (every grid frame to RGB): CPU and wall seconds."""
     import numpy as np
 
-    from datamodules.records import annotation_grid
+    from formats.frame_grids import annotation_grid
     from longvideo.datamodule import probe_video
     from longvideo.stream import stream_frames
 
@@ -126,7 +126,7 @@ def child_seek(path: str, count: int) -> None:
     import av
     import numpy as np
 
-    from datamodules.records import annotation_grid
+    from formats.frame_grids import annotation_grid
 
     container = av.open(path)
     stream = container.streams.video[0]

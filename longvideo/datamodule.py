@@ -20,9 +20,10 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule
 from datamodules.grounded_dataset import GroundedClipDataset, GroundedCollate
-from datamodules.records import GroundedRecord, annotation_grid, annotation_step
-from datamodules.video import VideoDecodeError
 from datamodules.video_folder import VideoInfo, list_videos, probe_video, seconds_to_grid_frames, video_ids
+from formats.frame_grids import annotation_grid, annotation_step
+from formats.records import GroundedRecord
+from formats.video import VideoDecodeError
 from longvideo.segments import SEGMENTERS, ClipPlanner, PlannedClip, ShotCutDetector
 from longvideo.stream import DecodeGap, stream_frames
 

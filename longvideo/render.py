@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from callbacks.annotated_video_writer import StreamingVideoEncoder
+from formats.video import VideoWriter
 from longvideo.stream import DecodeGap, stream_frames
 
 
@@ -50,7 +50,7 @@ def render_timeline_video(timeline: Mapping[str, Any], out_path: str | Path, chu
     segments = sorted(timeline["segments"], key=lambda s: s["start_frame"])
     starts = np.array([s["start_frame"] for s in segments], dtype=np.int64)
     gaps = [(g["first_frame"], g["last_frame"]) for g in timeline["gaps"]]
-    encoder = StreamingVideoEncoder(out_path, fps, width, height, crf=crf)
+    encoder = VideoWriter(out_path, fps, width, height, crf=crf)
     overlays: dict[tuple, np.ndarray] = {}
     step = max(1, round(fps / 5.0))  # a grid frame's boxes hold until the next grid frame
 

@@ -7,7 +7,7 @@ the decoder rejects does not end the pass: the frames it would have produced are
 the next packet that decodes.
 
 Frame ``i`` is the frame presented at ``i / fps`` seconds after the stream's first timestamp, as
-:class:`datamodules.video.PyAVVideoSource` counts frames (``fps`` = the stream's average rate),
+:class:`formats.video.PyAVVideoSource` counts frames (``fps`` = the stream's average rate),
 so a variable-frame-rate video is read on its nominal grid: a wanted index is served by the
 first frame presented at or after it (frame for frame what the seeking reader gives). Frames
 come upright (the display matrix's quarter turns).
@@ -22,7 +22,7 @@ from typing import Iterator, Sequence
 import av
 import numpy as np
 
-from datamodules.video import VideoDecodeError
+from formats.video import VideoDecodeError
 
 # a jump over more than this many seconds between decoded frames, without a decoder error, is a gap too
 MAX_SILENT_JUMP_S = 1.0

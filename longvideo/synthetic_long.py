@@ -22,8 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from callbacks.annotated_video_writer import StreamingVideoEncoder
-from datamodules.records import annotation_grid
 from datamodules.synthetic_scenes import (
     COLOURS,
     SHAPES,
@@ -38,6 +36,8 @@ from datamodules.synthetic_scenes import (
     render_frames,
     render_owners,
 )
+from formats.frame_grids import annotation_grid
+from formats.video import VideoWriter
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def generate_long_video(path: str | Path, config: LongVideoConfig, chunk_frames:
                                                           object_size=config.object_size, wall_thickness=(32, 40)))
     grid = annotation_grid(config.fps, 0, config.num_frames - 1)
     truth_frames: list[dict[str, Any]] = []
-    encoder = StreamingVideoEncoder(path, config.fps, config.width, config.height, crf=config.crf,
+    encoder = VideoWriter(path, config.fps, config.width, config.height, crf=config.crf,
                                     preset=config.preset) if video else None
     try:
         for start in range(0, config.num_frames, chunk_frames):

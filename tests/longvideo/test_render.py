@@ -3,7 +3,7 @@ from core.drawing import LABEL_ALPHA, PALETTE
 
 import numpy as np
 
-from datamodules.video import PyAVVideoSource, write_video
+from formats.video import PyAVVideoSource, write_video
 from longvideo.render import entity_colours, render_timeline_video
 
 

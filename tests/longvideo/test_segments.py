@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from datamodules.records import annotation_grid
-from datamodules.video import write_video
 from datamodules.video_folder import plan_clips
+from formats.frame_grids import annotation_grid
+from formats.video import write_video
 from longvideo.datamodule import LongVideoClips
 from longvideo.segments import ClipPlanner
 

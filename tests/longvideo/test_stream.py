@@ -6,7 +6,7 @@ import av
 import numpy as np
 import pytest
 
-from datamodules.video import PyAVVideoSource, write_video
+from formats.video import PyAVVideoSource, write_video
 from longvideo.stream import DecodeGap, stream_frames
 
 

@@ -98,3 +98,13 @@ def test_short_video_is_one_clip_and_an_empty_file_is_reported(tmp_path):
     unreadable = [e for s in samples for e in s["long_video"] if e["kind"] == "unreadable"]
     assert len(unreadable) == 1 and "empty.mp4" in unreadable[0]["path"]
     assert short.exists()
+
+
+def test_bad_settings_are_named(tmp_path):
+    from longvideo.datamodule import LongVideoDataModule
+
+    video = write_video(tmp_path / "v.mp4", scene(np.random.default_rng(2), 10), fps=10)
+    with pytest.raises(ValueError, match="data.init_args.video_clip_stride_seconds"):
+        LongVideoDataModule(videos=str(video), video_clip_stride_seconds=4.0).make_video_dataset()
+    with pytest.raises(ValueError, match="data.init_args.segmenter must be one of"):
+        LongVideoDataModule(videos=str(video), segmenter="scenes")

@@ -19,7 +19,9 @@ process:
 - ``model`` (lengths in ``--model-minutes``): ``cli.py predict`` with ``configs/long_video.yaml`` on
   the tiny model: wall time and peak RSS of the process tree (DataLoader worker included).
 
-Peak RSS is sampled with psutil every 0.2 s over the whole process tree; CPU seconds (user + system,
+Peak memory is the process tree's summed PSS (proportional set size: a page shared by the main process
+and its forked DataLoader worker counts once; plain RSS would count it in both), sampled with psutil
+every 0.2 s; CPU seconds (user + system,
 from ``getrusage``) are given next to wall times, which a busy machine stretches.
 """
 from __future__ import annotations
@@ -36,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def peak_rss(cmd: list[str], cwd: Path = ROOT) -> tuple[float, float, int, str]:
-    """``(wall seconds, CPU seconds, peak RSS bytes of the process tree, stdout)`` of a command."""
+    """``(wall seconds, CPU seconds, peak PSS bytes of the process tree, stdout)`` of a command."""
     import resource
 
     import psutil
@@ -50,7 +52,8 @@ def peak_rss(cmd: list[str], cwd: Path = ROOT) -> tuple[float, float, int, str]:
     peak = 0
     while proc.poll() is None:
         try:
-            rss = sum(p.memory_info().rss for p in [parent, *parent.children(recursive=True)])
+            # proportional set size: pages a forked DataLoader worker shares with its parent count once
+            rss = sum(p.memory_full_info().pss for p in [parent, *parent.children(recursive=True)])
             peak = max(peak, rss)
         except psutil.Error:
             pass

@@ -26,6 +26,9 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   SAM2_BUILD_CUDA=0 .venv/bin/pip install --disable-pip-version-check -q --no-deps --no-build-isolation "sam2==1.1.0"
   # hydra-core declares omegaconf<2.4; SAM 2 runs with it on the omegaconf pinned in requirements.txt.
   .venv/bin/pip install --disable-pip-version-check -q --no-deps "hydra-core==1.3.2"
+  # TrackEval (HOTA, IDF1 for long-video linking) without its dependencies: it requires the GUI
+  # OpenCV build, which would shadow the headless one scenedetect-headless brings.
+  .venv/bin/pip install --disable-pip-version-check -q --no-deps "trackeval==1.3.0"
   echo "$want" > "$stamp"
 fi
 

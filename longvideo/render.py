@@ -1,0 +1,110 @@
+"""The annotated MP4 of a long video: each entity keeps one colour and one label for the whole video.
+
+Boxes come from the timeline's entity tubes (grid frames); a source frame shows the boxes of the
+latest grid frame at or before it, and the caption of the segment it lies in ("(not decoded)" in
+a gap). The video is read in one streaming pass and written chunk by chunk, so memory does not
+grow with its length; the drawing is :mod:`core.drawing`'s.
+"""
+from __future__ import annotations
+
+from core.drawing import PALETTE, composite, render_overlay
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from formats.video import VideoWriter
+from longvideo.stream import DecodeGap, stream_frames
+
+
+def entity_label(entity: Mapping[str, Any]) -> str:
+    return f"#{entity['id']} {entity['name']}"
+
+
+def entity_colours(timeline: Mapping[str, Any]) -> dict[str, tuple[int, int, int]]:
+    """Label -> colour: entity ``k`` always gets palette colour ``k`` (mod the palette's size)."""
+    return {entity_label(e): PALETTE[int(e["id"]) % len(PALETTE)] for e in timeline["entities"]}
+
+
+def grid_boxes(timeline: Mapping[str, Any]) -> dict[int, tuple[np.ndarray, list[str]]]:
+    """Grid frame -> (boxes, labels) of every entity seen on it."""
+    out: dict[int, tuple[list, list]] = {}
+    for entity in timeline["entities"]:
+        label = entity_label(entity)
+        for point in entity["tube"]:
+            boxes, labels = out.setdefault(int(point["frame"]), ([], []))
+            boxes.append(point["box"])
+            labels.append(label)
+    return {f: (np.asarray(b, dtype=np.float64).reshape(-1, 4), l) for f, (b, l) in out.items()}
+
+
+def render_timeline_video(timeline: Mapping[str, Any], out_path: str | Path, chunk_frames: int = 64,
+                          crf: int = 23) -> Path:
+    """Write the whole video with its entities drawn, one colour per entity."""
+    fps, n = float(timeline["fps"]), int(timeline["num_frames"])
+    width, height = int(timeline["width"]), int(timeline["height"])
+    colours = entity_colours(timeline)
+    boxes_at = grid_boxes(timeline)
+    grid = np.array(sorted(boxes_at), dtype=np.int64)
+    segments = sorted(timeline["segments"], key=lambda s: s["start_frame"])
+    starts = np.array([s["start_frame"] for s in segments], dtype=np.int64)
+    gaps = [(g["first_frame"], g["last_frame"]) for g in timeline["gaps"]]
+    encoder = VideoWriter(out_path, fps, width, height, crf=crf)
+    overlays: dict[tuple, np.ndarray] = {}
+    step = max(1, round(fps / 5.0))  # a grid frame's boxes hold until the next grid frame
+
+    def caption_at(frame: int) -> str:
+        if any(a <= frame <= b for a, b in gaps):
+            return "(not decoded)"
+        k = int(np.searchsorted(starts, frame, side="right")) - 1
+        return (segments[k]["caption"] or "(clip skipped)") if k >= 0 else ""
+
+    def key_for(frame: int) -> tuple[int, str]:
+        """(the grid frame whose boxes it shows, or -1; its caption)"""
+        k = int(np.searchsorted(grid, frame, side="right")) - 1
+        g = int(grid[k]) if k >= 0 and frame - int(grid[k]) < step else -1
+        return g, caption_at(frame)
+
+    chunk: list[np.ndarray] = []
+    indices: list[int] = []
+    last = None
+
+    def flush() -> None:
+        if not chunk:
+            return
+        frames = np.stack(chunk)
+        keys = [key_for(i) for i in indices]
+        for key in dict.fromkeys(keys):
+            if key not in overlays:
+                b, labels = boxes_at.get(key[0], (np.zeros((0, 4)), []))
+                overlays[key] = render_overlay(width, height, b, labels, colours, key[1])
+            mask = np.array([k == key for k in keys])
+            frames[mask] = composite(frames[mask], overlays[key])
+        for key in [k for k in overlays if k != keys[-1]]:  # the next chunk starts with the last one
+            del overlays[key]
+        encoder.write(frames)
+        chunk.clear()
+        indices.clear()
+
+    try:
+        for item in stream_frames(timeline["path"], np.arange(n), fps, n):
+            if isinstance(item, DecodeGap):
+                filler = last if last is not None else np.zeros((height, width, 3), np.uint8)
+                for i in range(item.first, item.last + 1):  # keep the length: a gap shows the last frame
+                    chunk.append((filler // 3).astype(np.uint8))
+                    indices.append(i)
+                    if len(chunk) >= chunk_frames:
+                        flush()
+                continue
+            index, frame = item
+            last = frame
+            chunk.append(frame.copy())
+            indices.append(index)
+            if len(chunk) >= chunk_frames:
+                flush()
+        flush()
+    except BaseException:
+        encoder.abort()
+        raise
+    return encoder.close()

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
 from core.cli_args import non_negative_int, positive_int
-from core.output_files import refuse_input_as_output, write_json_atomic
+from core.command_parser import CommandParser
+from core.output_files import write_json_atomic
 
 import argparse
 import json
@@ -37,7 +38,6 @@ def _score(args) -> dict:
     from annotation.scoring import score_output
     from metrics.evaluate import format_table
 
-    refuse_input_as_output(args.out, {"--pred": args.pred, "--truth": args.truth})
     report = score_output(args.pred, args.truth, args.clips, args.text_encoder,
                           tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture)
     print(format_table(report))
@@ -51,15 +51,15 @@ def _score(args) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m annotation", description=__doc__,
+    parser = CommandParser(prog="python -m annotation", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="annotate videos")
-    run.add_argument("--config", action="append", required=True,
+    run.add_argument("--config", role="input", action="append", required=True,
                      help="YAML config; repeat to stack overlays (later files override earlier ones)")
-    run.add_argument("--videos", required=True, help="folder of videos (or of frame folders)")
-    run.add_argument("--out", required=True, help="output folder (re-runs resume in it)")
-    run.add_argument("--truth", default=None,
+    run.add_argument("--videos", role="input", required=True, help="folder of videos (or of frame folders)")
+    run.add_argument("--out", role="output", required=True, help="output folder (re-runs resume in it)")
+    run.add_argument("--truth", role="input", default=None,
                      help="ground-truth annotations: the clips to annotate, and the noisy-oracle Stage 1's source")
     run.add_argument("--engine", default="local", choices=("local", "ray"))
     run.add_argument("--ray-address", default=None,
@@ -70,9 +70,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     run.add_argument("--retry-rejected", action="store_true", help="redo clips rejected by an earlier run")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     score = sub.add_parser("score", help="score an output against ground truth")
-    score.add_argument("--pred", required=True, help="pipeline output folder (OUT or OUT/annotations)")
-    score.add_argument("--truth", required=True, help="ground-truth annotations (any layout the project reads)")
-    score.add_argument("--out", default=None, help="write the report as JSON here")
+    score.add_argument("--pred", role="input", required=True, help="pipeline output folder (OUT or OUT/annotations)")
+    score.add_argument("--truth", role="input", required=True,
+                       help="ground-truth annotations (any layout the project reads)")
+    score.add_argument("--out", role="output", default=None, help="write the report as JSON here")
     score.add_argument("--clips", default="accepted", choices=("accepted", "all"),
                        help="score the accepted clips only, or all GT clips (missing ones as empty)")
     score.add_argument("--text-encoder", default="minilm", help="'minilm', 'exact' or a local HF encoder folder")

@@ -17,7 +17,8 @@ from __future__ import annotations
 import core  # noqa: F401
 from core.bounded_text import METEOR_MAX_CHARS, over_limit
 from core.cli_args import unit_float
-from core.output_files import refuse_input_as_output, write_json_atomic
+from core.command_parser import CommandParser
+from core.output_files import write_json_atomic
 
 import argparse
 import json
@@ -281,9 +282,10 @@ def format_table(report: Mapping[str, Any]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """Every command-line option of the evaluator (one place, so options can be added beside them)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gt", required=True, help="annotation file or folder (JSON, pickle, per-key pickles)")
-    parser.add_argument("--pred", required=True, help="predictions JSON (the format predict writes)")
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gt", role="input", required=True,
+                        help="annotation file or folder (JSON, pickle, per-key pickles)")
+    parser.add_argument("--pred", role="input", required=True, help="predictions JSON (the format predict writes)")
     parser.add_argument("--protocol", default="project", choices=PROTOCOLS,
                         help="'project' (default) or 'official' (the GROVE release's eval_iground.py)")
     parser.add_argument("--level", default="both", choices=sorted(LEVEL_CHOICES))
@@ -306,16 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="predicted boxes that cannot be right: 'error' (default) or 'skip' (drop and count)")
     parser.add_argument("--on-corrupt", default="skip", choices=ON_CORRUPT,
                         help="an unreadable file in a GT folder: 'skip' (default; counted) or 'raise'")
-    parser.add_argument("--out", default=None, help="write the report as JSON here")
+    parser.add_argument("--out", role="output", default=None, help="write the report as JSON here")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
-    try:
-        refuse_input_as_output(args.out, {"--gt": args.gt, "--pred": args.pred})
-    except ValueError as err:
-        raise SystemExit(f"error: {err}") from None
     encoder = args.text_encoder
     if encoder is None and args.protocol == "project":
         encoder = "minilm"

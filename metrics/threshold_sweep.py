@@ -13,6 +13,7 @@ are plotted against the threshold as in the paper's Figure 6.
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.command_parser import CommandParser
 from core.output_files import atomic_write
 
 import argparse
@@ -146,11 +147,12 @@ def _named(spec: str) -> tuple[str, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, float]]]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gt", required=True, help="annotation file or folder (any layout the evaluator reads)")
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gt", role="input", required=True,
+                        help="annotation file or folder (any layout the evaluator reads)")
     parser.add_argument("--pred", required=True, action="append",
                         help="predictions JSON saved with objectness_threshold=0.0; repeat (NAME=PATH) to compare runs")
-    parser.add_argument("--out", required=True, help="folder for threshold_sweep.{csv,json,png}")
+    parser.add_argument("--out", role="output", required=True, help="folder for threshold_sweep.{csv,json,png}")
     parser.add_argument("--thresholds", default=",".join(str(t) for t in DEFAULT_THRESHOLDS))
     parser.add_argument("--level", default="both", choices=sorted(LEVELS))
     parser.add_argument("--score-source", default="constant", choices=("constant", "objectness"))

@@ -25,6 +25,7 @@ Arguments after ``--`` go to every fit/test run (after the point's own).
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.command_parser import CommandParser
 from core.output_files import write_json_atomic, write_text_atomic
 
 import argparse
@@ -233,13 +234,13 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     if "--" in argv:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1:]
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", action="append", default=[], help="base config(s), stacked in order")
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", role="input", action="append", default=[], help="base config(s), stacked in order")
     parser.add_argument("--preset", choices=sorted(PRESETS), help="the paper's ablations: " + ", ".join(
         f"{k} ({', '.join(v)})" for k, v in PRESETS.items()))
     parser.add_argument("--point", action="append", default=[], help='NAME="ARGS" (repeat)')
     parser.add_argument("--axis", action="append", default=[], help="KEY=V1,V2 (repeat for a grid)")
-    parser.add_argument("--out", required=True, help="sweep folder (one sub-folder per point)")
+    parser.add_argument("--out", role="output", required=True, help="sweep folder (one sub-folder per point)")
     parser.add_argument("--thresholds", default=",".join(str(t) for t in DEFAULT_THRESHOLDS),
                         help="objectness thresholds to re-score at; empty to skip")
     parser.add_argument("--columns", default=",".join(DEFAULT_COLUMNS), help="metrics in results.md")

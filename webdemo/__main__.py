@@ -6,6 +6,8 @@ parsing as they would on ``cli.py predict``.
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.cli_args import non_negative_int
+from core.command_parser import CommandParser
 
 import argparse
 import logging
@@ -18,17 +20,20 @@ from webdemo.workspace import Workspace
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(prog="python -m webdemo", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", action="append", required=True,
+    parser = CommandParser(prog="python -m webdemo", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", role="input", action="append", required=True,
                         help="the config the checkpoint was trained with (repeat to stack configs)")
-    parser.add_argument("--ckpt_path", required=True, help="a GROVE checkpoint (cli.py fit, or a converted release)")
-    parser.add_argument("--judge", default=None,
+    parser.add_argument("--ckpt_path", role="input", required=True,
+                        help="a GROVE checkpoint (cli.py fit, or a converted release)")
+    parser.add_argument("--judge", role="input", default=None,
                         help="VC-Inspector judge to rate each clip's caption: a judge .ckpt, a released Hugging Face "
                              "folder, a LoRA adapter folder, or a judge config (with --judge_ckpt)")
-    parser.add_argument("--judge_ckpt", default=None, help="checkpoint of the judge config given as --judge")
+    parser.add_argument("--judge_ckpt", role="input", default=None,
+                        help="checkpoint of the judge config given as --judge")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: this machine only)")
     parser.add_argument("--port", type=int, default=7860)
-    parser.add_argument("--samples", type=int, default=3, help="synthetic sample videos offered on the page")
+    parser.add_argument("--samples", type=non_negative_int, default=3,
+                        help="synthetic sample videos offered on the page")
     return parser.parse_known_args(argv)
 
 

@@ -9,6 +9,8 @@ from (GROVE paper, section 3).
 """
 from __future__ import annotations
 
+from core.json_file import read_json
+
 import logging
 from collections import defaultdict
 from dataclasses import asdict, dataclass
@@ -142,9 +144,8 @@ def read_timestamps(path: str | Path) -> dict[str, list[tuple[float, float]]]:
 
         data = safe_load(path)
     else:
-        import json
 
-        data = json.loads(path.read_text())
+        data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"clips.timestamps: {path} must map video ids to their clips, got {type(data).__name__}")
     out = {}

@@ -21,12 +21,12 @@ import pickle
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 import torch
 
-__all__ = ["WeightFileError", "load_state_dict_file", "non_finite_tensors", "read_safetensors_shapes",
-           "read_torchscript_tensors"]
+__all__ = ["DuplicateWeightError", "WeightFileError", "load_state_dict_file", "merge_weight_files",
+           "non_finite_tensors", "read_safetensors_shapes", "read_torchscript_tensors"]
 
 log = logging.getLogger(__name__)
 _SCAN_CHUNK = 1 << 24  # elements checked at a time: bounds the temporary of the finiteness scan
@@ -34,6 +34,31 @@ _SCAN_CHUNK = 1 << 24  # elements checked at a time: bounds the temporary of the
 
 class WeightFileError(ValueError):
     """A weight file that cannot be read as a state dict of tensors."""
+
+
+class DuplicateWeightError(WeightFileError):
+    """One tensor name stored in two files of one checkpoint: which copy is meant cannot be known."""
+
+
+def merge_weight_files(parts: Iterable[tuple[str | Path, Mapping[str, torch.Tensor]]]) -> dict[str, torch.Tensor]:
+    """One state dict from the ``(file, tensors)`` of a checkpoint's files (shards, several safetensors).
+
+    A name held by two files is a :class:`DuplicateWeightError` naming it and both files: loading
+    either copy silently (the last file read wins in a plain ``dict.update``) would give weights
+    nobody chose.
+    """
+    merged: dict[str, torch.Tensor] = {}
+    owner: dict[str, Path] = {}
+    for file, tensors in parts:
+        file = Path(file)
+        for name, tensor in tensors.items():
+            if name in owner:
+                raise DuplicateWeightError(
+                    f"'{name}' is stored twice: in {owner[name]} and in {file}; a checkpoint holds each tensor "
+                    "once (remove the stray copy or the file that should not be in the folder)")
+            owner[name] = file
+            merged[name] = tensor
+    return merged
 
 
 def _named(key: str | None, path: Path) -> str:

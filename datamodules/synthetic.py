@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from core.cli_args import positive_int
 from core.command_parser import CommandParser
+from core.json_file import read_json
 
 import json
 import logging
@@ -158,7 +159,7 @@ def summarize_dataset(root: str | Path) -> dict[str, Any]:
     manifest_path = root / "manifest.json"
     if not manifest_path.exists():
         raise FileNotFoundError(f"{manifest_path} not found: no finished synthetic dataset under {root}")
-    manifest = json.loads(manifest_path.read_text())
+    manifest = read_json(manifest_path)
     out: dict[str, Any] = {"root": str(root), "config": manifest["config"], "splits": {}}
     for split, path in _annotation_paths(root).items():
         records = read_records(path)

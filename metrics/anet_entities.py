@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from core.box_ops import box_iou_pairwise
 from core.command_parser import CommandParser
+from core.json_file import read_json
 from core.output_files import write_json_atomic
 
-import json
 import sys
 from collections import defaultdict
 from functools import lru_cache
@@ -85,7 +85,7 @@ def load_reference(path: str | Path, split_file: str | Path | None = None,
                    splits: Sequence[str] = ("validation",)) -> dict[str, dict[str, dict]]:
     """``{video: {segment: annotation}}`` of the chosen splits of the cleaned annotation file."""
     path = Path(path)
-    data = json.loads(path.read_text())
+    data = read_json(path)
     ref = data.get("annotations") if isinstance(data, Mapping) else None
     if not isinstance(ref, Mapping):
         raise ValueError(f"{path}: expected {{'annotations': {{video: {{'segments': ...}}}}}}")
@@ -109,7 +109,7 @@ def reference_from_records(records: Iterable) -> dict[str, dict[str, dict]]:
 
 def load_submission(path: str | Path) -> dict[str, dict[str, dict]]:
     """The ``results`` of an official submission file."""
-    data = json.loads(Path(path).read_text())
+    data = read_json(Path(path))
     if not isinstance(data, Mapping) or not isinstance(data.get("results"), Mapping):
         raise ValueError(f"{path}: expected an official submission {{'results': {{video: {{segment: ...}}}}}}")
     return data["results"]

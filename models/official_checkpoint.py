@@ -20,10 +20,10 @@ how a tensor of another shape is resized. :data:`GROVE_LAYOUT` is the released G
 """
 from __future__ import annotations
 
+from core.json_file import read_json
 from core.output_files import atomic_write
-from core.weights import load_state_dict_file, read_safetensors_shapes
+from core.weights import load_state_dict_file, merge_weight_files, read_safetensors_shapes
 
-import json
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -331,10 +331,7 @@ def read_official(path: str | Path, shapes_only: bool = False) -> dict[str, Tens
         if not files:
             raise FileNotFoundError(
                 f"{path}: a Hugging Face folder must hold *.safetensors or pytorch_model*.bin files")
-        state: dict[str, Tensor] = {}
-        for file in files:
-            state.update(_read_file(file, shapes_only))
-        return state
+        return merge_weight_files((file, _read_file(file, shapes_only)) for file in files)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such checkpoint file or folder")
     return _read_file(path, shapes_only)
@@ -342,20 +339,22 @@ def read_official(path: str | Path, shapes_only: bool = False) -> dict[str, Tens
 
 def _read_indexed(index: Path, shapes_only: bool) -> dict[str, Tensor]:
     try:
-        weight_map = json.loads(index.read_text())["weight_map"]
+        weight_map = read_json(index)["weight_map"]
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{index}: not a shard index (needs a 'weight_map' of key -> file): {err}") from None
-    state: dict[str, Tensor] = {}
-    for name in dict.fromkeys(weight_map.values()):
-        file = index.parent / name
-        if not file.is_file():
-            raise FileNotFoundError(f"{index}: lists shard {name}, which is not in {index.parent}")
-        shard = _read_file(file, shapes_only)
-        absent = [k for k, v in weight_map.items() if v == name and k not in shard]
-        if absent:
-            raise ValueError(f"{index}: {file.name} lacks {len(absent)} keys the index puts there, e.g. {absent[:3]}")
-        state.update(shard)
-    return state
+    def shards():
+        for name in dict.fromkeys(weight_map.values()):
+            file = index.parent / name
+            if not file.is_file():
+                raise FileNotFoundError(f"{index}: lists shard {name}, which is not in {index.parent}")
+            shard = _read_file(file, shapes_only)
+            absent = [k for k, v in weight_map.items() if v == name and k not in shard]
+            if absent:
+                raise ValueError(
+                    f"{index}: {file.name} lacks {len(absent)} keys the index puts there, e.g. {absent[:3]}")
+            yield file, shard
+
+    return merge_weight_files(shards())
 
 
 def _read_file(path: Path, shapes_only: bool) -> dict[str, Tensor]:
@@ -452,7 +451,7 @@ def folder_config_notes(folder: str | Path, target: Mapping[str, Tensor]) -> lis
     path = Path(folder) / "config.json"
     if not path.is_file():
         return [f"{path}: not found (geometry taken from the config only)"]
-    config = json.loads(path.read_text())
+    config = read_json(path)
     embed = target.get("language_model.model.model.embed_tokens.weight")
     layers = {int(k.split(".")[4]) for k in target if k.startswith("language_model.model.model.layers.")}
     built = {"vocab_size": None if embed is None else embed.shape[0],

@@ -175,12 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     baseline.add_argument("--limit", type=positive_int, default=None, help="the first N clips only")
     baseline.add_argument("--device", default="auto")
     args = parser.parse_args(argv)
+    from core.json_file import JSONFileError
     from core.output_files import OutputIsInputError
+    from core.weights import WeightFileError
 
     try:
         run = {"check": _check, "grove-init": _grove_init, "caption": _caption, "baseline": _baseline}[args.command]
         return run(args)
-    except OutputIsInputError as err:
+    except (OutputIsInputError, WeightFileError, JSONFileError) as err:  # bad input: the message, not a traceback
         raise SystemExit(f"error: {err}") from None
 
 

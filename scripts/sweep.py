@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import core  # noqa: F401
 from core.command_parser import CommandParser
+from core.json_file import read_json
 from core.output_files import write_json_atomic, write_text_atomic
 
 import argparse
@@ -33,7 +34,6 @@ import csv
 import gc
 import io
 import itertools
-import json
 import re
 import shlex
 import sys
@@ -151,7 +151,7 @@ def run_point(point: SweepPoint, base_args: Sequence[str], out: Path, extra: Seq
         if not path.exists():
             raise FileNotFoundError(f"{path}: the threshold sweep needs "
                                     "callbacks.prediction_writer.PredictionWriter in the config")
-        rows = threshold_sweep(records, json.loads(path.read_text()), thresholds, text_encoder, source=str(path))
+        rows = threshold_sweep(records, read_json(path), thresholds, text_encoder, source=str(path))
         result["threshold_sweep"] = rows
         plot_threshold_sweep({point.name: rows}, path.parent / "threshold_sweep.png")
         del scored
@@ -203,7 +203,7 @@ def run_sweep(base_args: Sequence[str], points: Sequence[SweepPoint], out: str |
     for point in points:
         saved = out / point.name / "result.json"
         if resume and saved.exists():
-            result = json.loads(saved.read_text())
+            result = read_json(saved)
             if not result.get("error"):
                 print(f"[sweep] {point.name}: done before, reusing {saved}")
                 results.append(result)

@@ -11,10 +11,10 @@ set per request.
 """
 from __future__ import annotations
 
+from core.json_file import read_json
 from core.lightning_cli import DATA_PATH_SUFFIXES, GroveCLI, _as_dict
 from core.weights import load_state_dict_file
 
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -181,7 +181,7 @@ class DemoPredictor:
                     self.trainer.callbacks.remove(callback)
             prediction_writer, video_writer = writers
             predictions_path = prediction_writer.last_paths["predict"]
-            predictions = json.loads(predictions_path.read_text())
+            predictions = read_json(predictions_path)
             info = dataset.videos[0]
             clips = assemble_clips(dataset.records, predictions, collector.objectness, collector.skipped)
             return DemoResult(

@@ -1,11 +1,11 @@
 """The one output guard: every command's parser refuses an output that is one of its inputs."""
+from core.command_parser import CommandParser
+
 import ast
 import re
 from pathlib import Path
 
 import pytest
-
-from core.command_parser import CommandParser
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("agreement", "annotation", "callbacks", "core", "datamodules", "experiments", "judge", "lightning_modules",

@@ -83,7 +83,10 @@ def main(argv: list[str] | None = None) -> dict:
     p_run.add_argument("--no_progress", action="store_true")
     p_run.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-    return run(args.config, args.out, progress=not args.no_progress, device=args.device)
+    try:
+        return run(args.config, args.out, progress=not args.no_progress, device=args.device)
+    except ConfigError as err:  # a malformed config: the message names the key, no traceback
+        raise SystemExit(f"error: {err}") from None
 
 
 if __name__ == "__main__":

@@ -2,14 +2,15 @@
 shards or safetensors files, a config.json or tokenizer file that is not what it says."""
 from __future__ import annotations
 
+from core.json_file import JSONFileError, read_json
+from core.weights import DuplicateWeightError, merge_weight_files
+
 import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
 
-from core.json_file import JSONFileError, read_json
-from core.weights import DuplicateWeightError, merge_weight_files
 from models.official_checkpoint import check_glamm, read_official
 from tests.fixtures.official_glamm_state import glamm_state_dict, save_glamm_folder
 
@@ -35,7 +36,8 @@ def test_a_key_in_both_indexed_shards_fails_check_and_load(tmp_path):
     shard_2[EMBED] = torch.zeros_like(shard_1[EMBED])  # a stray copy the index does not list
     torch.save(shard_2, folder / SHARD_2)
     for shapes_only in (True, False):
-        with pytest.raises(DuplicateWeightError, match=rf"'{EMBED}' is stored twice: in .*{SHARD_1} and in .*{SHARD_2}"):
+        with pytest.raises(DuplicateWeightError,
+                           match=rf"'{EMBED}' is stored twice: in .*{SHARD_1} and in .*{SHARD_2}"):
             read_official(folder, shapes_only=shapes_only)
     with pytest.raises(DuplicateWeightError, match=EMBED):
         check_glamm(folder, TINY)

@@ -15,7 +15,7 @@ Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_vali
 from __future__ import annotations
 
 import core  # noqa: F401
-from core.bounded_text import METEOR_MAX_CHARS, over_limit
+from core.bounded_text import CAPTURE_MAX_CHARS, METEOR_MAX_CHARS, over_limit
 from core.cli_args import unit_float
 from core.command_parser import CommandParser
 from core.output_files import write_json_atomic
@@ -230,6 +230,9 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
         over_long = sorted(over_limit({k: chosen[k].get("caption", "") for k in keys}, METEOR_MAX_CHARS))
         results.update(evaluate_captions({k: [records[k].caption] for k in keys},
                                          {k: chosen[k].get("caption", "") for k in keys}, metrics=caption_metrics))
+    if capture:
+        over_long = sorted({*over_long, *over_limit({k: [chosen[k].get("caption", ""), records[k].caption]
+                                                     for k in keys}, CAPTURE_MAX_CHARS)})
     if caption_metrics or capture:
         # A model that ignores the video writes one caption for every clip and can still beat a
         # worse constant caption on METEOR/CIDEr: report how many captions are distinct.
@@ -239,7 +242,7 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
 
         scored = CaptureScorer(text_encoder=text_encoder, conventions=capture_conventions,
                                stop_words=capture_stop_words).score(
-            [chosen[k].get("caption", "") for k in keys], [[records[k].caption] for k in keys])
+            [chosen[k].get("caption", "") for k in keys], [[records[k].caption] for k in keys], keys=keys)
         results["CAPTURE"] = float(scored["CAPTURE"])
     return {"metrics": {k: float(v) for k, v in results.items()}, "num_clips": len(keys),
             "missing_predictions": missing, "ignored_predictions": extra,
@@ -272,7 +275,7 @@ def format_table(report: Mapping[str, Any]) -> str:
         lines.append(f"unreadable ground-truth files skipped: {len(report['corrupt_ground_truth'])}: "
                      + "; ".join(report["corrupt_ground_truth"][:5]))
     if report.get("over_long_captions"):
-        lines.append(f"captions over {METEOR_MAX_CHARS} characters, left out of METEOR: "
+        lines.append(f"captions over {METEOR_MAX_CHARS} characters, left out of METEOR and CAPTURE: "
                      f"{len(report['over_long_captions'])}: " + ", ".join(report["over_long_captions"][:20]))
     if report["ignored_predictions"]:
         lines.append(f"predicted clips not in the GT (ignored): {len(report['ignored_predictions'])}: "

@@ -208,7 +208,7 @@ def test_over_long_caption_fails_that_clip_only(files, tmp_path, monkeypatch):
     report = evaluate_files(paths["json"], path, text_encoder="exact", caption_metrics=("METEOR",), capture=False)
     assert report["over_long_captions"] == [key]
     assert 0.0 < report["metrics"]["METEOR"] <= 1.0  # the rest is scored
-    assert f"left out of METEOR: 1: {key}" in format_table(report)
+    assert f"left out of METEOR and CAPTURE: 1: {key}" in format_table(report)
     rest = {k: v for k, v in preds.items() if k != key}
     from metrics.captioning import evaluate_captions
 

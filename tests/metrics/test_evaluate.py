@@ -63,7 +63,9 @@ def test_missing_clips_count_as_empty_and_extra_are_listed(files, tmp_path):
     explicit[dropped] = {"caption": "", "phrases": [], "frames": []}
     q = tmp_path / "explicit.json"
     q.write_text(json.dumps(explicit))
-    assert evaluate_files(paths["json"], q, **FAST)["metrics"] == report["metrics"]
+    got = evaluate_files(paths["json"], q, **FAST)["metrics"]
+    assert report["metrics"].pop("num_pred_clips_ignored") == 1 and got.pop("num_pred_clips_ignored") == 0
+    assert got == pytest.approx(report["metrics"], rel=1e-12)  # the empty clip is reduced in another batch
     assert dropped in format_table(report)
 
 

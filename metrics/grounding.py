@@ -25,6 +25,7 @@ from core.box_ops import box_iou
 
 import itertools
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -383,7 +384,8 @@ def _miou_and_recall_parts(gt, pred, image_video, metrics, text_encoder, iou_thr
     if "recall" in metrics:
         from metrics.text_encoder import build_text_encoder, encode_unique
 
-        encoder = text_encoder if hasattr(text_encoder, "encode") else build_text_encoder(text_encoder)
+        plain = text_encoder is None or isinstance(text_encoder, (str, bytes, os.PathLike))  # str has .encode too
+        encoder = build_text_encoder(text_encoder) if plain else text_encoder
         # Only predictions in frames with GT can pair; each distinct phrase is embedded once.
         pred_in_gt_frame = g_count[pred.image] > 0
         _, emb, index = encode_unique(encoder, np.concatenate([gt.labels, pred.labels[pred_in_gt_frame]]))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,7 +243,7 @@ class GroundingAccumulator:
             raise ValueError(f"score_source must be one of {SCORE_SOURCES}, got {score_source!r}")
         if int(max_dets) < 1:
             raise ValueError(f"max_dets must be >= 1, got {max_dets}")
-        if "recall" in metrics and not hasattr(text_encoder, "encode"):
+        if "recall" in metrics and (text_encoder is None or isinstance(text_encoder, (str, os.PathLike))):
             from metrics.text_encoder import build_text_encoder
 
             text_encoder = build_text_encoder(text_encoder)

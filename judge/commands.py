@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from core.cli_args import non_negative_int, positive_int
 from core.command_parser import CommandParser
+from core.output_files import write_json_atomic
 
 import argparse
 import json
@@ -139,6 +140,28 @@ def make_judge(args: argparse.Namespace, overrides: Sequence[str], default_video
     return loaded
 
 
+def _file_identity(path: str | None) -> list | None:
+    """A named file or folder as (resolved path, size, modification time): a checkpoint retrained in
+    place is another judge."""
+    if not path:
+        return None
+    p = Path(path).expanduser()
+    if not p.exists():
+        return [str(p)]
+    stat = p.stat()
+    return [str(p.resolve()), stat.st_size, stat.st_mtime_ns]
+
+
+def judge_identity(args: argparse.Namespace, overrides: Sequence[str]) -> str:
+    """Which judge scores, as recorded in each output row (a resumed row must come from the same one)."""
+    if args.endpoint:
+        return json.dumps({"endpoint": args.endpoint, "model": args.endpoint_model})
+    if args.config:
+        return json.dumps({"config": [_file_identity(c) for c in args.config], "overrides": list(overrides),
+                           "ckpt_path": _file_identity(args.ckpt_path)})
+    return json.dumps({"judge": _file_identity(args.judge), "base_model": _file_identity(args.base_model)})
+
+
 def _settings(loaded: LoadedJudge, args: argparse.Namespace) -> dict[str, Any]:
     return {"video_root": loaded.video_root, "num_frames": loaded.num_frames, "batch_size": args.batch_size,
             "max_new_tokens": loaded.max_new_tokens, "num_workers": args.num_workers, "progress": not args.no_progress}
@@ -147,7 +170,8 @@ def _settings(loaded: LoadedJudge, args: argparse.Namespace) -> dict[str, Any]:
 def run_score(args: argparse.Namespace, overrides: Sequence[str]) -> dict[str, Any]:
     rows = read_pairs(args.pairs)
     loaded = make_judge(args, overrides)
-    _, summary = score_pairs(loaded.judge, rows, args.out, **_settings(loaded, args))
+    _, summary = score_pairs(loaded.judge, rows, args.out, **_settings(loaded, args),
+                             judge_id=judge_identity(args, overrides))
     return summary
 
 
@@ -165,8 +189,7 @@ def run_predictions(args: argparse.Namespace, overrides: Sequence[str]) -> dict[
                            batch_size=args.batch_size, max_new_tokens=loaded.max_new_tokens,
                            progress=not args.no_progress)
     summary["corrupt_ground_truth"] = corrupt
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(summary, indent=2))
+    write_json_atomic(args.out, summary)
     return summary
 
 
@@ -181,7 +204,8 @@ def run_foil(args: argparse.Namespace, overrides: Sequence[str]) -> dict[str, An
     if not pairs:
         raise SystemExit("error: no FOIL pair in the input (corruptions: no row with exactly one substitution)")
     loaded = make_judge(args, overrides)
-    _, summary = score_foil_pairs(loaded.judge, pairs, args.out, **_settings(loaded, args))
+    _, summary = score_foil_pairs(loaded.judge, pairs, args.out, **_settings(loaded, args),
+                                  judge_id=judge_identity(args, overrides))
     return summary
 
 

@@ -20,7 +20,8 @@ def plan_clips(config: dict, videos: str | Path, truth: str | Path | None, limit
     if truth is not None:
         specs, skipped = clips_from_records(read_records(truth)), []
     elif config["clips"].get("timestamps") is not None:
-        specs, skipped = clips_from_timestamps(videos, config["clips"]["timestamps"], config["clips"]["min_seconds"])
+        specs, skipped = clips_from_timestamps(videos, config["clips"]["timestamps"], config["clips"]["min_seconds"],
+                                               bool(config["clips"].get("clamp_spans")))
     else:
         specs, skipped = clips_from_videos(videos, config["clips"]["seconds"], config["clips"]["min_seconds"])
     keys = [s.key for s in specs]

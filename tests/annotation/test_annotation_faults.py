@@ -1,0 +1,56 @@
+"""Annotation runs: bad HowToCaption spans are reported by video and span; one run holds its output."""
+import json
+from pathlib import Path
+
+import pytest
+
+from annotation.clips import BadSpan, clips_from_timestamps, find_videos, video_id_of
+from annotation.config import ConfigError, load_config
+from annotation.run import run_annotation
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "configs" / "annotation"
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory):
+    from datamodules.synthetic import generate_synthetic_dataset
+
+    root = tmp_path_factory.mktemp("spans")
+    generate_synthetic_dataset(root, num_train=0, num_val=0, num_test=1, seed=0, workers=1, duration_s=2.0)
+    return root / "videos"
+
+
+def _stamps(videos, tmp_path):
+    vid = video_id_of(find_videos(videos)[0])
+    path = tmp_path / "howtocaption.json"
+    path.write_text(json.dumps({vid: {"start": [-3.0, 1.5, 0.0, 5.0], "end": [1.0, 0.5, 1.0, 6.0],
+                                      "text": ["a", "b", "c", "d"]}}))
+    return vid, path
+
+
+def test_bad_spans_are_reported_by_video_and_span_in_report_json(videos, tmp_path):
+    vid, path = _stamps(videos, tmp_path)
+    config = load_config([CONFIGS / "synthetic.yaml"], {"clips": {"timestamps": str(path), "min_seconds": 0.5}})
+    report = run_annotation(config, [], videos, tmp_path / "out", limit=0, progress=False)
+    written = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert written["bad_spans"] == report["bad_spans"] and written["clips"]["bad_spans"] == 3
+    assert set(written["bad_spans"]) == {f"{vid}_0", f"{vid}_1", f"{vid}_3"}
+    assert f"video '{vid}', span 0 [-3 s, 1 s) starts at -3 s, before the video's start; left out " \
+           "(clips.clamp_spans: true clamps it to 0 s)" in written["bad_spans"][f"{vid}_0"]
+    assert "span 1 [1.5 s, 0.5 s) starts at 1.5 s, not before its end at 0.5 s; left out" in written["bad_spans"][
+        f"{vid}_1"]
+    assert "span 3 [5 s, 6 s) starts at 5 s, after the video's end at 2 s" in written["bad_spans"][f"{vid}_3"]
+    assert written["skipped_corrupt"] == {}
+
+
+def test_a_span_before_zero_is_clamped_only_when_the_option_says_so(videos, tmp_path):
+    vid, path = _stamps(videos, tmp_path)
+    specs, skipped = clips_from_timestamps(videos, path, min_seconds=0.5)
+    assert [s.clip_id for s in specs] == ["2"]
+    specs, skipped = clips_from_timestamps(videos, path, min_seconds=0.5, clamp_spans=True)
+    assert [(s.clip_id, s.start_frame, s.end_frame) for s in specs] == [("0", 0, 24), ("2", 0, 24)]
+    clamped = [s for s in skipped if isinstance(s, BadSpan) and s.clamped]
+    assert [s.key for s in clamped] == [f"{vid}_0"] and "clamped to 0 s (clips.clamp_spans)" in clamped[0].reason
+    with pytest.raises(ConfigError, match="clips.clamp_spans must be true or false"):
+        load_config([CONFIGS / "synthetic.yaml"], {"clips": {"timestamps": str(path), "clamp_spans": "yes"}})

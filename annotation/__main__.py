@@ -82,12 +82,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     score.add_argument("--no-capture", action="store_true", help="skip CAPTURE")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from core.folder_lock import FolderInUseError
+
     from annotation.config import ConfigError
     from datamodules.records import RecordError
 
     try:
         return _run(args) if args.command == "run" else _score(args)
-    except (ConfigError, RecordError, FileNotFoundError, NotADirectoryError, ValueError) as err:
+    except (ConfigError, RecordError, FileNotFoundError, NotADirectoryError, ValueError, FolderInUseError) as err:
         raise SystemExit(f"error: {err}") from None
 
 

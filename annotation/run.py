@@ -1,6 +1,7 @@
 """``python -m annotation run``: plan the clips, skip those already done, run an engine, write records and report."""
 from __future__ import annotations
 
+from core.folder_lock import hold_folder
 from core.output_files import refuse_input_as_output
 
 import logging
@@ -53,6 +54,13 @@ def run_annotation(config: dict, config_files: list[str], videos: str | Path, ou
     """Annotate the clips not yet done under ``out``; returns the report (also ``out/report.json``)."""
     refuse_input_as_output(out, {"--videos": videos, "--truth": truth})
     specs, skipped = plan_clips(config, videos, truth, limit)  # before any folder is made: a bad input leaves none
+    with hold_folder(out, "python -m annotation run"):  # one run at a time: they share the staging folder
+        return _run(config, config_files, videos, out, truth, engine, specs, skipped, retry_rejected, progress,
+                    ray_address)
+
+
+def _run(config, config_files, videos, out, truth, engine, specs, skipped, retry_rejected, progress,
+         ray_address) -> dict:
     output = OutputFolder(out)
     done = output.done_keys(retry_rejected)
     todo = [s for s in specs if output.file_stem(s.key) not in done]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from core.cli_args import non_negative_int, positive_int
 from core.command_parser import CommandParser
+from core.folder_lock import FolderInUseError, hold_file
 from core.output_files import write_json_atomic
 
 import argparse
@@ -249,7 +250,11 @@ def main(argv: Sequence[str] | None = None) -> Any:
     if args.threads:
         torch.set_num_threads(args.threads)
     run = {"score": run_score, "predictions": run_predictions, "foil": run_foil, "refine": run_refine}[args.command]
-    summary = run(args, overrides)
+    try:
+        with hold_file(args.out, f"python -m judge {args.command}"):  # appended to: one run at a time
+            summary = run(args, overrides)
+    except FolderInUseError as err:
+        raise SystemExit(f"error: {err}") from None
     print(json.dumps(summary, indent=2))
     print(f"written to {args.out}")
     return summary

@@ -54,3 +54,41 @@ def test_a_span_before_zero_is_clamped_only_when_the_option_says_so(videos, tmp_
     assert [s.key for s in clamped] == [f"{vid}_0"] and "clamped to 0 s (clips.clamp_spans)" in clamped[0].reason
     with pytest.raises(ConfigError, match="clips.clamp_spans must be true or false"):
         load_config([CONFIGS / "synthetic.yaml"], {"clips": {"timestamps": str(path), "clamp_spans": "yes"}})
+
+
+def test_a_second_run_on_one_output_folder_is_refused_naming_it(videos, tmp_path):
+    from core.folder_lock import FolderInUseError, hold_folder
+
+    import os
+    import subprocess
+    import sys
+
+    from annotation.__main__ import main
+
+    out = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        out.mkdir()
+        (out / ".lock").write_text(json.dumps({"pid": holder.pid, "command": "python -m annotation run"}))
+        with pytest.raises(SystemExit, match=rf"{out} is in use by another run \(process {holder.pid}.*lock file "
+                                             rf"{out}/.lock\)"):
+            main(["run", "--config", str(CONFIGS / "synthetic.yaml"), "--videos", str(videos), "--out", str(out),
+                  "--limit", "0", "--no-progress"])
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder is gone: its lock is stale, taken over, and released when the run ends
+    main(["run", "--config", str(CONFIGS / "synthetic.yaml"), "--videos", str(videos), "--out", str(out),
+          "--limit", "0", "--no-progress"])
+    assert (out / "report.json").is_file() and not (out / ".lock").exists()
+    with hold_folder(out, "first") as lock:
+        assert json.loads(lock.read_text())["pid"] == os.getpid()
+        child = subprocess.run([sys.executable, "-c", f"from core.folder_lock import hold_folder\n"
+                                f"with hold_folder({str(out)!r}): pass"], capture_output=True, text=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert child.returncode != 0 and "FolderInUseError" in child.stderr and f"process {os.getpid()}" in child.stderr
+    assert not lock.exists()
+    with pytest.raises(RuntimeError, match="boom"), hold_folder(out):
+        raise RuntimeError("boom")
+    assert not (out / ".lock").exists()
+    assert issubclass(FolderInUseError, RuntimeError)

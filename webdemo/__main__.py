@@ -37,7 +37,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     return parser.parse_known_args(argv)
 
 
+# Seconds a stopping server waits for the prediction in flight to reach its next batch.
+STOP_WAIT_S = 60.0
+
+
 def _stop(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop at a time; SIGKILL still ends it at once
     raise KeyboardInterrupt
 
 
@@ -64,9 +69,21 @@ def main(argv: list[str] | None = None) -> None:
 
             judge = load_clip_judge(args.judge, args.judge_ckpt)
         demo = build_app(predictor, workspace, samples[:args.samples], judge)
-        demo.queue(default_concurrency_limit=1).launch(
-            server_name=args.host, server_port=args.port, allowed_paths=[str(workspace.root)], show_error=False,
-            css=CSS, theme=THEME, footer_links=[])
+        try:
+            demo.queue(default_concurrency_limit=1).launch(
+                server_name=args.host, server_port=args.port, allowed_paths=[str(workspace.root)], show_error=False,
+                css=CSS, theme=THEME, footer_links=[])
+        finally:
+            # Gradio returns from launch on SIGINT/SIGTERM with a prediction maybe still running in
+            # its worker thread: end it before the interpreter exits around it
+            log = logging.getLogger("webdemo")
+            log.info("stopping: ending the prediction in flight, if any")
+            if not predictor.stop(STOP_WAIT_S):
+                log.error("a prediction did not stop within %.0f s; exiting without it", STOP_WAIT_S)
+                workspace.close()
+                logging.shutdown()
+                os._exit(1)
+            demo.close()
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from core.folder_lock import hold_folder
-from core.output_files import refuse_input_as_output
+from core.json_file import read_json
+from core.output_files import refuse_input_as_output, write_json_atomic
 
+import json
 import logging
 from pathlib import Path
 
@@ -48,6 +50,40 @@ def make_engine(name: str, config: dict, videos, truth, progress: bool, ray_addr
     raise ValueError(f"--engine must be 'local' or 'ray', got {name!r}")
 
 
+RUN_INPUTS = "run_inputs.json"
+
+
+def run_inputs(config: dict, videos: str | Path, truth: str | Path | None) -> dict:
+    """What the clips of an output folder were made from: a re-run resumes only with the same.
+    The engine section (batch sizes, workers) changes speed, not results, so it may differ."""
+    return {"videos": str(Path(videos).resolve()), "truth": None if truth is None else str(Path(truth).resolve()),
+            "config": {k: v for k, v in config.items() if k != "engine"}}
+
+
+def _flat(value, prefix: str = "") -> dict:
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _flat(item, f"{prefix}{key}.").items()}
+    return {prefix[:-1]: value}
+
+
+def check_run_inputs(out: str | Path, config: dict, videos: str | Path, truth: str | Path | None) -> None:
+    """Record the run's inputs in ``OUT/run_inputs.json``; refuse to resume a folder made from others
+    (its clips would be passed off as annotations of these), naming the settings that differ."""
+    path = Path(out) / RUN_INPUTS
+    inputs = json.loads(json.dumps(run_inputs(config, videos, truth), default=str))
+    if path.is_file():
+        before = read_json(path)
+        old, new = _flat(before), _flat(inputs)
+        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        if changed:
+            shown = "; ".join(f"{k}: {old.get(k)!r} then, {new.get(k)!r} now" for k in changed[:5])
+            raise ValueError(f"--out {out} holds annotations made from other inputs ({shown}"
+                             f"{' ...' if len(changed) > 5 else ''}): annotate into another --out, or delete "
+                             f"{path} to resume anyway")
+        return
+    write_json_atomic(path, inputs)
+
+
 def run_annotation(config: dict, config_files: list[str], videos: str | Path, out: str | Path,
                    truth: str | Path | None = None, engine: str = "local", limit: int | None = None,
                    retry_rejected: bool = False, progress: bool = True, ray_address: str | None = None) -> dict:
@@ -55,6 +91,7 @@ def run_annotation(config: dict, config_files: list[str], videos: str | Path, ou
     refuse_input_as_output(out, {"--videos": videos, "--truth": truth})
     specs, skipped = plan_clips(config, videos, truth, limit)  # before any folder is made: a bad input leaves none
     with hold_folder(out, "python -m annotation run"):  # one run at a time: they share the staging folder
+        check_run_inputs(out, config, videos, truth)
         return _run(config, config_files, videos, out, truth, engine, specs, skipped, retry_rejected, progress,
                     ray_address)
 

@@ -92,3 +92,19 @@ def test_a_second_run_on_one_output_folder_is_refused_naming_it(videos, tmp_path
         raise RuntimeError("boom")
     assert not (out / ".lock").exists()
     assert issubclass(FolderInUseError, RuntimeError)
+
+
+def test_a_rerun_resumes_only_a_folder_made_from_the_same_inputs(videos, tmp_path):
+    from annotation.run import RUN_INPUTS
+
+    out = tmp_path / "out"
+    config = load_config([CONFIGS / "synthetic.yaml"])
+    run_annotation(config, [], videos, out, limit=0, progress=False)
+    assert json.loads((out / RUN_INPUTS).read_text())["videos"] == str(videos.resolve())
+    faster = load_config([CONFIGS / "synthetic.yaml"], {"engine": {"batch_size": 3}})
+    run_annotation(faster, [], videos, out, limit=0, progress=False)  # speed settings may change
+    other = load_config([CONFIGS / "synthetic.yaml"], {"decode": {"every": 2}})
+    with pytest.raises(ValueError, match=rf"--out {out} holds annotations made from other inputs \(config.decode."
+                                         r"every: 1 then, 2 now\)"):
+        run_annotation(other, [], videos, out, limit=0, progress=False)
+    assert not (out / ".lock").exists()

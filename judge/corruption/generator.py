@@ -25,12 +25,14 @@ counted in the printed statistics.
 """
 from __future__ import annotations
 
+from core.bounded_text import CAPTURE_MAX_CHARS, describe_over_limit, over_limit
 from core.cli_args import non_negative_int, positive_int
 from core.command_parser import CommandParser
 from core.output_files import atomic_write
 
 import argparse
 import json
+import logging
 import zlib
 from collections import Counter
 from dataclasses import asdict
@@ -52,6 +54,8 @@ from judge.corruption.llm_backend import LLMBackend
 from judge.corruption.rule_backend import RuleBackend
 from judge.readers import read_activitynet_captions, read_youcook2_captions
 from judge.targets import SCORES, explain, factual_score, likert_score
+
+log = logging.getLogger(__name__)
 
 
 def _stable_hash(text: str) -> int:
@@ -88,7 +92,14 @@ def generate_corruptions(sources: Sequence[CaptionSource], backend: Any, per_cap
         raise ValueError("generate_corruptions: no source captions (an empty record list): nothing to corrupt")
     stats = stats or GenerationStats()
     kinds = resolve_kinds(corrupt)
-    extractions = backend.prepare([s.caption for s in sources])
+    # one absurd caption must not end the run in the parser (spaCy's E088): it is left out by name
+    too_long = over_limit({s.key: s.caption for s in sources}, CAPTURE_MAX_CHARS)
+    if too_long:
+        log.warning("corruptions: %s", describe_over_limit(too_long, CAPTURE_MAX_CHARS, "caption(s)"))
+        for key, length in too_long.items():
+            stats.failures[f"caption over {CAPTURE_MAX_CHARS} characters ({length}): {key}"] += 1
+        sources = [s for s in sources if s.key not in too_long]
+    extractions = backend.prepare([s.caption for s in sources]) if sources else []
     rows = []
     for source, extraction in zip(sources, extractions):
         stats.captions += 1

@@ -54,10 +54,12 @@ RUN_INPUTS = "run_inputs.json"
 
 
 def run_inputs(config: dict, videos: str | Path, truth: str | Path | None) -> dict:
-    """What the clips of an output folder were made from: a re-run resumes only with the same.
-    The engine section (batch sizes, workers) changes speed, not results, so it may differ."""
+    """What a clip key of an output folder stands for: the videos, the ground truth and the
+    ``clips`` section that cut them. A re-run resumes only with the same, so an accepted record is
+    never taken for a clip it is not of; the stages' settings may change between runs (a re-run
+    with ``--retry-rejected`` and more retries is how rejected clips are redone)."""
     return {"videos": str(Path(videos).resolve()), "truth": None if truth is None else str(Path(truth).resolve()),
-            "config": {k: v for k, v in config.items() if k != "engine"}}
+            "clips": dict(config.get("clips") or {})}
 
 
 def _flat(value, prefix: str = "") -> dict:

@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run = {"check": _check, "grove-init": _grove_init, "caption": _caption, "baseline": _baseline}[args.command]
         return run(args)
-    except (OutputIsInputError, WeightFileError, JSONFileError) as err:  # bad input: the message, not a traceback
+    except (OutputIsInputError, WeightFileError, JSONFileError, ValueError, FileNotFoundError) as err:
+        # bad input (a damaged folder, a wrong config): the message, not a traceback
         raise SystemExit(f"error: {err}") from None
 
 

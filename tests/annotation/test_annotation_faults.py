@@ -101,10 +101,12 @@ def test_a_rerun_resumes_only_a_folder_made_from_the_same_inputs(videos, tmp_pat
     config = load_config([CONFIGS / "synthetic.yaml"])
     run_annotation(config, [], videos, out, limit=0, progress=False)
     assert json.loads((out / RUN_INPUTS).read_text())["videos"] == str(videos.resolve())
-    faster = load_config([CONFIGS / "synthetic.yaml"], {"engine": {"batch_size": 3}})
-    run_annotation(faster, [], videos, out, limit=0, progress=False)  # speed settings may change
-    other = load_config([CONFIGS / "synthetic.yaml"], {"decode": {"every": 2}})
-    with pytest.raises(ValueError, match=rf"--out {out} holds annotations made from other inputs \(config.decode."
-                                         r"every: 1 then, 2 now\)"):
+    retry = load_config([CONFIGS / "synthetic.yaml"], {"engine": {"batch_size": 3}, "max_retries": 5})
+    run_annotation(retry, [], videos, out, limit=0, progress=False)  # the stages' settings may change
+    other = load_config([CONFIGS / "synthetic.yaml"], {"clips": {"seconds": 1.0}})
+    with pytest.raises(ValueError, match=rf"--out {out} holds annotations made from other inputs \(clips.seconds: "
+                                         r"None then, 1.0 now\)"):
         run_annotation(other, [], videos, out, limit=0, progress=False)
+    with pytest.raises(ValueError, match=r"\(videos: .* then, .* now\)"):
+        run_annotation(config, [], videos.parent, out, limit=0, progress=False)
     assert not (out / ".lock").exists()

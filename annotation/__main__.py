@@ -36,7 +36,7 @@ def _run(args) -> dict:
 
 def _score(args) -> dict:
     from annotation.scoring import score_output
-    from metrics.evaluate import format_table
+    from metrics.evaluation import format_table
 
     report = score_output(args.pred, args.truth, args.clips, args.text_encoder,
                           tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture)
@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from core.folder_lock import FolderInUseError
 
     from annotation.config import ConfigError
-    from datamodules.records import RecordError
+    from formats.records import RecordError
 
     try:
         return _run(args) if args.command == "run" else _score(args)

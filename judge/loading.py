@@ -14,8 +14,9 @@ Nothing is downloaded: every path must exist locally. Checkpoints load with ``we
 """
 from __future__ import annotations
 
+from core.config_loader import ConfigLoader
 from core.json_file import read_json
-from core.lightning_cli import GroveCLI, read_checkpoint
+from core.weights import read_checkpoint
 
 import inspect
 import warnings
@@ -39,7 +40,7 @@ class LoadedJudge:
 
 
 def _judge_cli(configs: Sequence[str], overrides: Sequence[str]):
-    class ConfigOnlyCLI(GroveCLI):  # model and data from the config; no trainer, no run
+    class ConfigOnlyCLI(ConfigLoader):  # model and data from the config; no trainer, no run
         def instantiate_trainer(self, **kwargs):
             return None
 

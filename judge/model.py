@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from judge.model_inputs import JudgePrompter
 from judge.prompt_format import IGNORE_INDEX, SPECIAL_TOKENS, JudgeAnswer, format_judge_answer, parse_judge_answer  # noqa: F401
 from judge.tokenizer import build_tiny_judge_tokenizer
-from models.video_feature_cache import FrozenVideoFeatureCache
+from judge.video_feature_cache import FrozenVideoFeatureCache
 
 # Qwen2.5-VL's LLM projection layers; the vision tower has gate/up/down projections too, hence the
 # language_model anchor in the target regex.
@@ -127,7 +127,7 @@ class VCInspectorJudge(nn.Module):
             tokens a corruption changed (:meth:`losses`; a training aid for the toy judge).
         error_layer: the entry of ``hidden_states`` the head reads (-1: the last layer's output).
         video_feature_cache: keep the frozen tower's video tokens of up to this many clips and reuse
-            them when a clip comes again (:class:`models.video_feature_cache.FrozenVideoFeatureCache`;
+            them when a clip comes again (:class:`judge.video_feature_cache.FrozenVideoFeatureCache`;
             exact, keyed by the clip's pixels); 0 = off. Refused with a trainable tower or merger.
     """
 

@@ -2,7 +2,7 @@
 
 A predictions file of a million clips (HowToGround1M's ``model_preds``) does not fit in memory as
 Python objects (about 8x the file's size). Here the file is read one clip at a time
-(:func:`iter_prediction_file`) and every metric is reduced as clips stream by, in batches of
+(:func:`formats.predictions.iter_prediction_file`) and every metric is reduced as clips stream by, in batches of
 ``batch_clips`` clips that keep the vectorised code of :mod:`metrics.grounding`:
 
 * video level (AP50, mIoU, recall): each clip's value is added to a running sum as its batch ends;
@@ -22,12 +22,9 @@ counts them in the report; two predicted frames landing on one annotated frame a
 """
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -44,130 +41,10 @@ from metrics.grounding import (
     _miou_and_recall_parts,
 )
 
-__all__ = ["OFF_GRID_POLICIES", "GroundingAccumulator", "OffGridReport", "batched", "iter_prediction_file",
-           "place_on_grid"]
+__all__ = ["OFF_GRID_POLICIES", "GroundingAccumulator", "OffGridReport", "batched", "place_on_grid"]
 
 OFF_GRID_POLICIES = ("error", "nearest")
-_CHUNK = 1 << 20  # characters read at a time
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
 MAX_EXAMPLES = 5
-
-
-class DuplicateKeyError(ValueError):
-    """A JSON object that gives one key twice (JSON readers would keep the last silently)."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise DuplicateKeyError(key)
-        out[key] = value
-    return out
-
-
-# ---------------------------------------------------------------- reading the file clip by clip
-
-class _Stream:
-    """A text file read in chunks, parsed one JSON value at a time."""
-
-    def __init__(self, handle, path: Path):
-        self.handle, self.path = handle, path
-        self.buffer, self.pos, self.consumed, self.eof = "", 0, 0, False
-        self.decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
-
-    def _fill(self) -> bool:
-        if self.eof:
-            return False
-        chunk = self.handle.read(_CHUNK)
-        self.consumed += self.pos
-        self.buffer, self.pos = self.buffer[self.pos:] + chunk, 0
-        self.eof = not chunk
-        return bool(chunk)
-
-    def _error(self, what: str, at: int | None = None) -> ValueError:
-        where = self.consumed + (self.pos if at is None else at)
-        return ValueError(f"{self.path}: not valid JSON ({what} at character {where})")
-
-    def peek(self) -> str:
-        """The next non-blank character ('' at the end of the file), not consumed."""
-        while True:
-            self.pos = _WHITESPACE.match(self.buffer, self.pos).end()
-            if self.pos < len(self.buffer):
-                return self.buffer[self.pos]
-            if not self._fill():
-                return ""
-
-    def expect(self, char: str, what: str) -> None:
-        if self.peek() != char:
-            got = self.peek()
-            raise self._error(f"expected {what}, found {got!r}" if got else f"expected {what}, found the end")
-        self.pos += 1
-
-    def value(self) -> Any:
-        """The next JSON value; the buffer grows until the value is complete."""
-        self.peek()
-        while True:
-            try:
-                value, end = self.decoder.raw_decode(self.buffer, self.pos)
-            except DuplicateKeyError:
-                raise
-            except json.JSONDecodeError as err:
-                if self._fill():
-                    continue
-                raise self._error(err.msg, err.pos) from None
-            if end >= len(self.buffer) and self._fill():  # a number may go on in the next chunk
-                continue
-            self.pos = end
-            return value
-
-
-def iter_prediction_file(path: str | Path) -> Iterator[tuple[str, Any]]:
-    """``(clip key, prediction)`` pairs of a predictions JSON object, read one clip at a time.
-
-    Errors name the file: not JSON (with the character offset), not an object, a key given twice
-    in one object (top level or inside a clip).
-    """
-    path = Path(path)
-    try:
-        handle = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"predictions file {path} does not exist") from None
-    seen: set[str] = set()
-    with handle:
-        stream = _Stream(handle, path)
-        first = stream.peek()
-        if first != "{":
-            if first in "[\"-0123456789tfn" and first:
-                kind = {"[": "list", '"': "str", "t": "bool", "f": "bool", "n": "null"}.get(first, "number")
-                raise ValueError(f"{path}: expected an object mapping clip keys to predictions, got {kind}")
-            stream.expect("{", "an object")
-        stream.pos += 1
-        if stream.peek() == "}":
-            stream.pos += 1
-        else:
-            while True:
-                key = stream.value()
-                if not isinstance(key, str):
-                    raise stream._error("expected a clip key (a string)")
-                if key in seen:
-                    raise ValueError(f"{path}: key '{key}' appears twice in one JSON object (a clip predicted "
-                                     "twice?); keys must be unique")
-                seen.add(key)
-                stream.expect(":", "':' after a clip key")
-                try:
-                    value = stream.value()
-                except DuplicateKeyError as err:
-                    raise ValueError(f"{path}: key '{err.args[0]}' appears twice in one JSON object (in clip "
-                                     f"'{key}'); keys must be unique") from None
-                yield key, value
-                if stream.peek() == ",":
-                    stream.pos += 1
-                    continue
-                stream.expect("}", "',' or '}' after a clip's prediction")
-                break
-        if stream.peek():
-            raise stream._error("extra data after the predictions object")
 
 
 # ---------------------------------------------------------------- the annotation grid

@@ -17,7 +17,7 @@ from core.weights import WeightFileError
 
 import sys
 
-from models.official_checkpoint import check_official, convert_official_file
+from models.grove_checkpoint import check_official, convert_official_file
 
 
 def main(argv: list[str] | None = None) -> int:

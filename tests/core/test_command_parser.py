@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("agreement", "annotation", "callbacks", "core", "datamodules", "experiments", "judge", "lightning_modules",
-            "metrics", "models", "scripts", "tools", "webdemo")
+PACKAGES = ("agreement", "annotation", "callbacks", "command_line", "core", "datamodules", "experiments", "formats",
+            "glamm", "judge", "lightning_modules", "metrics", "models", "scripts", "tools", "webdemo")
 
 
 def test_glamm_baseline_refuses_its_ground_truth_as_output_before_loading_anything(tmp_path, capsys):
-    from scripts.glamm import main
+    from glamm.commands import main
 
     gt = tmp_path / "gt.json"
     gt.write_text('{"kept": true}')
@@ -24,7 +24,7 @@ def test_glamm_baseline_refuses_its_ground_truth_as_output_before_loading_anythi
 
 
 def test_glamm_caption_refuses_zero_frames(capsys):
-    from scripts.glamm import main
+    from glamm.commands import main
 
     with pytest.raises(SystemExit):
         main(["caption", "--folder", "x", "--frames", "0", "clip.mp4"])
@@ -32,7 +32,7 @@ def test_glamm_caption_refuses_zero_frames(capsys):
 
 
 def test_glamm_caption_refuses_to_draw_over_an_input_image(tmp_path):
-    from scripts.glamm import main
+    from glamm.commands import main
 
     image = tmp_path / "frame.jpg"
     image.write_bytes(b"not decoded: refused first")

@@ -6,11 +6,12 @@ import math
 import numpy as np
 import pytest
 
-import metrics.streaming_evaluation as streaming
-from datamodules.records import write_records_json
+import formats.predictions as streaming
+from formats.predictions import iter_prediction_file
+from formats.records import write_records_json
 from metrics.evaluate import evaluate_files, main
 from metrics.grounding import GroundingInputError, evaluate_grounding
-from metrics.streaming_evaluation import GroundingAccumulator, batched, iter_prediction_file
+from metrics.streaming_evaluation import GroundingAccumulator, batched
 from tests.fixtures.metric_records import random_dataset
 from tests.metrics.test_grounding_metrics import random_case
 

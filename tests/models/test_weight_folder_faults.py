@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from core.json_file import JSONFileError, read_json
 from core.weights import DuplicateWeightError, merge_weight_files
+from core.weights import read_weights as read_official
 
 import importlib.util
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.official_checkpoint import check_glamm, read_official
+from glamm.check import check_glamm
 from tests.fixtures.official_glamm_state import glamm_state_dict, save_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -60,7 +60,11 @@ def _measure(gt: str, pred: str, stage: str) -> None:
     """Child process: the peak RSS growth (bytes) of one stage, and the metrics it computed."""
     import core  # noqa: F401
 
-    from metrics.evaluate import evaluate_files, read_ground_truth
+    if Path("formats/records.py").is_file():
+        from formats.records import read_ground_truth
+        from metrics.evaluation import evaluate_files
+    else:  # a checkout from before the formats/ package
+        from metrics.evaluate import evaluate_files, read_ground_truth
 
     before = _rss_now()
     if stage == "gt":

@@ -7,9 +7,9 @@ youcookii_annotations_trainval.json --out yc2_fg_eval.jsonl``, or ``--activityne
 """
 from __future__ import annotations
 
+from core.command_parser import CommandParser
 from core.output_files import refuse_input_as_output, write_text_atomic
 
-import argparse
 import json
 from pathlib import Path
 
@@ -75,15 +75,18 @@ def run(config_path: str, out: str, progress: bool = True, device: str = "cpu") 
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m agreement", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="python -m agreement", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="score the configured metrics on the configured benchmarks")
-    p_run.add_argument("--config", required=True)
-    p_run.add_argument("--out", required=True)
+    p_run.add_argument("--config", role="input", required=True)
+    p_run.add_argument("--out", role="output", required=True)
     p_run.add_argument("--no_progress", action="store_true")
     p_run.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-    return run(args.config, args.out, progress=not args.no_progress, device=args.device)
+    try:
+        return run(args.config, args.out, progress=not args.no_progress, device=args.device)
+    except ConfigError as err:  # a malformed config: the message names the key, no traceback
+        raise SystemExit(f"error: {err}") from None
 
 
 if __name__ == "__main__":

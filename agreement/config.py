@@ -14,7 +14,8 @@ key to set; so is a benchmark whose files are missing.
 """
 from __future__ import annotations
 
-import importlib
+from core.class_paths import ClassPathError, instantiate_class_path
+
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -87,10 +88,10 @@ def build_scorer(name: str, spec: Mapping[str, Any], device: str = "cpu") -> Cap
     key = f"metrics.{name}"
     spec = dict(spec or {})
     if "class_path" in spec:
-        module, _, cls = str(spec["class_path"]).rpartition(".")
-        scorer = getattr(importlib.import_module(module), cls)(**dict(spec.get("init_args") or {}))
-        if not callable(getattr(scorer, "score", None)):
-            raise ConfigError(f"{key}.class_path: {spec['class_path']} has no score(items, frames, progress) method")
+        try:
+            scorer = instantiate_class_path(spec, CaptionScorer, key)
+        except ClassPathError as err:
+            raise ConfigError(str(err)) from None
         scorer.name = getattr(scorer, "name", name)
         return scorer
     kind = spec.pop("kind", None)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
 from core.cli_args import non_negative_int, positive_int
-from core.output_files import refuse_input_as_output, write_json_atomic
+from core.command_parser import CommandParser
+from core.output_files import write_json_atomic
 
 import argparse
 import json
@@ -39,7 +40,6 @@ def _score(args) -> dict:
     from annotation.scoring import score_output
     from metrics.evaluation import format_table
 
-    refuse_input_as_output(args.out, {"--pred": args.pred, "--truth": args.truth})
     report = score_output(args.pred, args.truth, args.clips, args.text_encoder,
                           tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture)
     print(format_table(report))
@@ -64,7 +64,6 @@ def _compare(args) -> dict:
 def _detail(args) -> dict:
     from annotation.detail_caption_command import run_detail_captions
 
-    refuse_input_as_output(args.out, {f"input {i}": i for i in args.inputs})
     result = run_detail_captions(args.config, args.inputs, args.out, args.frames_per_video)
     for key, item in result["captions"].items():
         print(f"{key}: {item['caption']}")
@@ -73,15 +72,15 @@ def _detail(args) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m annotation", description=__doc__,
+    parser = CommandParser(prog="python -m annotation", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="annotate videos")
-    run.add_argument("--config", action="append", required=True,
+    run.add_argument("--config", role="input", action="append", required=True,
                      help="YAML config; repeat to stack overlays (later files override earlier ones)")
-    run.add_argument("--videos", required=True, help="folder of videos (or of frame folders)")
-    run.add_argument("--out", required=True, help="output folder (re-runs resume in it)")
-    run.add_argument("--truth", default=None,
+    run.add_argument("--videos", role="input", required=True, help="folder of videos (or of frame folders)")
+    run.add_argument("--out", role="output", required=True, help="output folder (re-runs resume in it)")
+    run.add_argument("--truth", role="input", default=None,
                      help="ground-truth annotations: the clips to annotate, and the noisy-oracle Stage 1's source")
     run.add_argument("--engine", default="local", choices=("local", "ray"))
     run.add_argument("--ray-address", default=None,
@@ -92,9 +91,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     run.add_argument("--retry-rejected", action="store_true", help="redo clips rejected by an earlier run")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     score = sub.add_parser("score", help="score an output against ground truth")
-    score.add_argument("--pred", required=True, help="pipeline output folder (OUT or OUT/annotations)")
-    score.add_argument("--truth", required=True, help="ground-truth annotations (any layout the project reads)")
-    score.add_argument("--out", default=None, help="write the report as JSON here")
+    score.add_argument("--pred", role="input", required=True, help="pipeline output folder (OUT or OUT/annotations)")
+    score.add_argument("--truth", role="input", required=True,
+                       help="ground-truth annotations (any layout the project reads)")
+    score.add_argument("--out", role="output", default=None, help="write the report as JSON here")
     score.add_argument("--clips", default="accepted", choices=("accepted", "all"),
                        help="score the accepted clips only, or all GT clips (missing ones as empty)")
     score.add_argument("--text-encoder", default="minilm", help="'minilm', 'exact' or a local HF encoder folder")
@@ -102,22 +102,26 @@ def main(argv: Sequence[str] | None = None) -> dict:
                        help="comma-separated; empty to skip (METEOR and the tokenizer need Java)")
     score.add_argument("--no-capture", action="store_true", help="skip CAPTURE")
     compare = sub.add_parser("compare", help="Table 6: the proposed pipeline vs its alternatives, scored")
-    compare.add_argument("--config", required=True, help="comparison YAML (data, base, rows)")
-    compare.add_argument("--out", required=True, help="output folder: table6.md, table6.json, runs/<row>/")
+    compare.add_argument("--config", role="input", required=True, help="comparison YAML (data, base, rows)")
+    compare.add_argument("--out", role="output", required=True,
+                         help="output folder: table6.md, table6.json, runs/<row>/")
     compare.add_argument("--no-progress", action="store_true", help="no progress bars")
     detail = sub.add_parser("detail-captions", help="detail captions (CAPTURE paper, sec. 4.1) of images/videos")
-    detail.add_argument("--config", required=True, help="YAML with 'detail_captions' (stage models) and 'llm'")
-    detail.add_argument("--out", required=True, help="output JSON file")
+    detail.add_argument("--config", role="input", required=True,
+                        help="YAML with 'detail_captions' (stage models) and 'llm'")
+    detail.add_argument("--out", role="output", required=True, help="output JSON file")
     detail.add_argument("--frames-per-video", type=positive_int, default=None, help="frames captioned per video")
-    detail.add_argument("inputs", nargs="+", help="images, folders of frame images, or videos")
+    detail.add_argument("inputs", role="input", nargs="+", help="images, folders of frame images, or videos")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from core.folder_lock import FolderInUseError
+
     from annotation.config import ConfigError
     from formats.records import RecordError
 
     try:
         return {"run": _run, "score": _score, "compare": _compare, "detail-captions": _detail}[args.command](args)
-    except (ConfigError, RecordError, FileNotFoundError, NotADirectoryError, ValueError) as err:
+    except (ConfigError, RecordError, FileNotFoundError, NotADirectoryError, ValueError, FolderInUseError) as err:
         raise SystemExit(f"error: {err}") from None
 
 

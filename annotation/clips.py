@@ -9,7 +9,10 @@ from (GROVE paper, section 3).
 """
 from __future__ import annotations
 
+from core.json_file import read_json
+
 import logging
+import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -80,6 +83,27 @@ def clips_from_records(records: Iterable) -> list[ClipSpec]:
             for r in records]
 
 
+@dataclass(frozen=True)
+class BadSpan(SkippedClip):
+    """A HowToCaption span that cannot be a clip as given (it starts before 0 s, or not before its
+    end, or after the video); ``clamped``: annotated anyway from 0 s (``clips.clamp_spans``)."""
+
+    span: tuple[float, float] = (0.0, 0.0)
+    clamped: bool = False
+
+
+def _span_problem(start_s: float, end_s: float, duration_s: float) -> str | None:
+    if not (math.isfinite(start_s) and math.isfinite(end_s)):
+        return "is not a pair of finite seconds"
+    if start_s >= end_s:
+        return f"starts at {start_s:g} s, not before its end at {end_s:g} s"
+    if start_s < 0:
+        return f"starts at {start_s:g} s, before the video's start"
+    if start_s >= duration_s:
+        return f"starts at {start_s:g} s, after the video's end at {duration_s:g} s"
+    return None
+
+
 def _frame_rate_and_count(folder: str | Path, video: str, purpose: str) -> tuple[float, int] | SkippedClip:
     """A video's frame rate and frame count from its header, or why the video is skipped."""
     key = f"{video_id_of(video)}_*"
@@ -147,9 +171,7 @@ def read_timestamps(path: str | Path, video_ids: Iterable[str] | None = None) ->
 
         data = safe_load(path)
     else:
-        import json
-
-        data = json.loads(path.read_text())
+        data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"clips.timestamps: {path} must map video ids to their clips, got {type(data).__name__}")
     out = {}
@@ -166,10 +188,16 @@ def read_timestamps(path: str | Path, video_ids: Iterable[str] | None = None) ->
 
 
 def clips_from_timestamps(folder: str | Path, timestamps: str | Path, min_seconds: float = 2.0,
-                          ) -> tuple[list[ClipSpec], list[SkippedClip]]:
+                          clamp_spans: bool = False) -> tuple[list[ClipSpec], list[SkippedClip]]:
     """The HowToCaption clips of the videos under ``folder``: clip ``i`` of a video spans its i-th
     ``[start, end)`` seconds (frames ``round(start * fps)`` to ``round(end * fps) - 1``, within the
-    video). Clips shorter than ``min_seconds`` are dropped; videos without timestamps are skipped."""
+    video). Clips shorter than ``min_seconds`` are dropped; videos without timestamps are skipped.
+
+    A bad span (start < 0, start not before end, start after the video, not finite) is returned
+    as a :class:`BadSpan` naming the video and the span, for the run's report. With
+    ``clamp_spans`` a span that only starts before 0 s is clamped to 0 s and annotated (and
+    still reported); otherwise every bad span is left out.
+    """
     videos = find_videos(folder)
     spans = read_timestamps(timestamps, [video_id_of(v) for v in videos])
     specs, skipped = [], []
@@ -184,6 +212,15 @@ def clips_from_timestamps(folder: str | Path, timestamps: str | Path, min_second
             continue
         fps, num_frames = header
         for i, (start_s, end_s) in enumerate(spans[vid]):
+            problem = _span_problem(start_s, end_s, num_frames / fps)
+            if problem is not None:
+                clamp = clamp_spans and start_s < 0 < end_s and math.isfinite(end_s)
+                action = "clamped to 0 s (clips.clamp_spans)" if clamp else \
+                    ("left out (clips.clamp_spans: true clamps it to 0 s)" if start_s < 0 < end_s else "left out")
+                skipped.append(BadSpan(f"{vid}_{i}", v, f"{timestamps}: video '{vid}', span {i} [{start_s:g} s, "
+                                       f"{end_s:g} s) {problem}; {action}", (start_s, end_s), clamp))
+                if not clamp:
+                    continue
             start = max(0, int(round(start_s * fps)))
             end = min(int(round(end_s * fps)) - 1, num_frames - 1)
             if end >= start and (end - start + 1) >= min_seconds * fps:

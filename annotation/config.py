@@ -6,7 +6,8 @@ the dotted key. The merged config is a plain dict, so the Ray engine ships it to
 which build their stages from it (:mod:`annotation.pipeline`).
 
 Sections: ``clips`` (how videos are cut when there is no ground truth: fixed ``seconds`` windows, or
-the clips of a HowToCaption ``timestamps`` file), ``decode`` (``every``:
+the clips of a HowToCaption ``timestamps`` file; ``clamp_spans: true`` annotates a span that starts
+before 0 s from 0 s, reported either way), ``decode`` (``every``:
 Stage 1 on every n-th frame of the 5-fps grid), ``stage1`` / ``stage2`` / ``stage3`` (``backend``
 plus that backend's options), ``llm`` (the chat model Stages 2 and 3 share when their backend is
 ``llm``), ``tracks``, ``max_retries`` and ``engine``.
@@ -23,7 +24,7 @@ from typing import Any, Sequence
 import yaml
 
 DEFAULTS: dict[str, Any] = {
-    "clips": {"seconds": None, "min_seconds": 2.0, "timestamps": None},
+    "clips": {"seconds": None, "min_seconds": 2.0, "timestamps": None, "clamp_spans": False},
     "decode": {"every": 1},
     "stage1": {"backend": "noisy_oracle"},
     "stage2": {"backend": "rule"},
@@ -36,7 +37,7 @@ DEFAULTS: dict[str, Any] = {
                        "num_cpus": None, "object_store_mb": None}},
 }
 SECTION_KEYS = {
-    "clips": {"seconds", "min_seconds", "timestamps"},
+    "clips": {"seconds", "min_seconds", "timestamps", "clamp_spans"},
     "decode": {"every"},
     "tracks": {"same_class_boxes", "min_boxes"},
     "engine": {"batch_size", "torch_threads", "ray"},
@@ -115,6 +116,8 @@ def validate(config: dict, where: str = "<config>") -> dict:
     if config["clips"]["timestamps"] is not None and config["clips"]["seconds"] is not None:
         raise ConfigError(f"{where}: clips.timestamps (HowToCaption clips) and clips.seconds (fixed windows) "
                           "are two ways to cut clips: set one")
+    if not isinstance(config["clips"]["clamp_spans"], bool):
+        raise ConfigError(f"{where}: clips.clamp_spans must be true or false, got {config['clips']['clamp_spans']!r}")
     if int(config["decode"]["every"]) < 1:
         raise ConfigError(f"{where}: decode.every must be >= 1, got {config['decode']['every']}")
     if int(config["engine"]["batch_size"]) < 1:

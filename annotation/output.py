@@ -11,10 +11,10 @@ ordinary ids, a readable name plus a hash for any other, never a path outside ``
 """
 from __future__ import annotations
 
+from core.json_file import read_json
 from core.output_files import write_json_atomic
 from core.safe_names import safe_file_name
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -45,7 +45,7 @@ class OutputFolder:
         out = {}
         for path in self.rejected.glob("*.json"):
             try:
-                out[path.stem] = json.loads(path.read_text())
+                out[path.stem] = read_json(path)
             except (OSError, ValueError):
                 continue  # an unreadable note only means the clip is redone
         return out

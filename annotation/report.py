@@ -13,7 +13,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from annotation.clips import SkippedClip
+from annotation.clips import BadSpan, SkippedClip
 from annotation.outcomes import Rejection
 
 STAGES = ("decode", "stage1", "stage3_tracking", "stage2", "stage3", "tracks")
@@ -44,7 +44,9 @@ class RunReport:
 
     def to_dict(self, totals: dict | None = None) -> dict:
         wall = time.perf_counter() - self.started
-        seen = self.accepted + len(self.rejected) + len(self.skipped)
+        bad_spans = [s for s in self.skipped if isinstance(s, BadSpan)]
+        corrupt = [s for s in self.skipped if not isinstance(s, BadSpan)]
+        seen = self.accepted + len(self.rejected) + len(corrupt) + sum(not s.clamped for s in bad_spans)
         stages = {}
         for stage in STAGES:
             if stage in self.seconds:
@@ -60,11 +62,12 @@ class RunReport:
             "engine": self.engine, "config": self.config_files,
             "clips": {"planned": self.planned, "already_done": self.already_done, "seen": seen,
                       "accepted": self.accepted, "rejected": len(self.rejected),
-                      "skipped_corrupt": len(self.skipped)},
+                      "skipped_corrupt": len(corrupt), "bad_spans": len(bad_spans)},
             "rejected_by_reason": dict(Counter(f"{r.stage}: {reason_kind(r.reason)}" for r in self.rejected)),
             "rejected": {r.key: f"{r.stage}: {r.reason}" + (" (will be redone)" if r.retryable else "")
                          for r in self.rejected},
-            "skipped_corrupt": {s.key: s.reason for s in self.skipped},
+            "skipped_corrupt": {s.key: s.reason for s in corrupt},
+            "bad_spans": {s.key: s.reason for s in bad_spans},
             "stages": stages, "wall_s": round(wall, 2),
             "clips_per_s": round(seen / wall, 2) if wall > 0 else None,
             "totals_in_output": totals or {},

@@ -11,6 +11,9 @@ from typing import Hashable, Iterable, Mapping
 
 # Characters per caption METEOR is given (captions of the datasets here are under 1,000 characters).
 METEOR_MAX_CHARS = 10_000
+# Characters per caption CAPTURE parses (spaCy refuses texts over its max_length with E088, and its
+# memory grows with the text: one absurd caption would end the evaluation of every other).
+CAPTURE_MAX_CHARS = 10_000
 
 
 def over_limit(texts: Mapping[Hashable, str | Iterable[str]], max_len: int,

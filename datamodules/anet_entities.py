@@ -30,7 +30,8 @@ and the official per-sentence averages count only the segments a submission pred
 """
 from __future__ import annotations
 
-import json
+from core.json_file import read_json
+
 import logging
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -56,7 +57,7 @@ def sampled_frame_times(start: float, end: float, num: int = NUM_SAMPLED_FRAMES)
 
 def _load_json(path: Path, what: str) -> Any:
     try:
-        return json.loads(Path(path).read_text())
+        return read_json(Path(path))
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} file {path} does not exist") from None
     except ValueError as err:

@@ -24,6 +24,7 @@ union per slot).
 """
 from __future__ import annotations
 
+from core.json_file import read_json
 from core.paths import DATA_DIR
 
 import hashlib
@@ -63,7 +64,7 @@ def record_from_file(path: str | Path) -> GroundedRecord:
     path = Path(path)
     try:
         if path.suffix == ".json":
-            data = json.loads(path.read_text())
+            data = read_json(path)
         else:
             data = safe_load(path)
     except FileNotFoundError:
@@ -125,7 +126,7 @@ def _index_meta(annotations: Path, keys_file: Path | None) -> dict[str, Any]:
 
 def _index_is_current(index_dir: Path, meta: dict[str, Any]) -> bool:
     try:
-        stored = json.loads((index_dir / "meta.json").read_text())
+        stored = read_json((index_dir / "meta.json"))
     except (OSError, ValueError):
         return False
     return all(stored.get(k) == v for k, v in meta.items())
@@ -188,7 +189,7 @@ def _raw_records_of_file(path: Path) -> list[tuple[str, Any]]:
     """``(key, raw record dict)`` of every record of a single-file layout, loaded once."""
     if path.suffix == ".json":
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path)
         except ValueError as err:
             raise RecordError(f"{path}: not valid JSON ({err})") from None
     else:
@@ -279,7 +280,7 @@ class LazyRecords(Sequence):
         self.index_dir = Path(index_dir)
         meta_path = self.index_dir / "meta.json"
         try:
-            self.meta = json.loads(meta_path.read_text())
+            self.meta = read_json(meta_path)
         except (OSError, ValueError) as err:
             raise RecordError(f"{meta_path}: not a record index ({err}); build it with build_index") from None
         if self.meta.get("version") != INDEX_VERSION:

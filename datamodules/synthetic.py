@@ -7,7 +7,10 @@ for generating and inspecting them (``python -m datamodules.synthetic --root DIR
 """
 from __future__ import annotations
 
-import argparse
+from core.cli_args import positive_int
+from core.command_parser import CommandParser
+from core.json_file import read_json
+
 import json
 import logging
 import os
@@ -156,7 +159,7 @@ def summarize_dataset(root: str | Path) -> dict[str, Any]:
     manifest_path = root / "manifest.json"
     if not manifest_path.exists():
         raise FileNotFoundError(f"{manifest_path} not found: no finished synthetic dataset under {root}")
-    manifest = json.loads(manifest_path.read_text())
+    manifest = read_json(manifest_path)
     out: dict[str, Any] = {"root": str(root), "config": manifest["config"], "splits": {}}
     for split, path in _annotation_paths(root).items():
         records = read_records(path)
@@ -199,14 +202,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """
     from core.paths import DATA_DIR
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--root", default=str(DATA_DIR / "synthetic"))
+    parser = CommandParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--root", role="output", default=str(DATA_DIR / "synthetic"))
     defaults = SyntheticConfig()
     for name, kind in (("num_train", int), ("num_val", int), ("num_test", int), ("seed", int), ("frame_size", int),
                        ("fps", float), ("duration_s", float)):
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None,
                             help=f"default: the existing dataset's, else {getattr(defaults, name)}")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=positive_int, default=2)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     existing = finished_config(args.root)

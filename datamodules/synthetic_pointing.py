@@ -11,7 +11,8 @@ with the fields :mod:`formats.pointing_records` reads; frame rates of 24, 25 and
 """
 from __future__ import annotations
 
-import argparse
+from core.command_parser import CommandParser
+
 import pickle
 from pathlib import Path
 
@@ -76,9 +77,9 @@ def generate_pointing_dataset(out: str | Path, dataset: str = "youcook", num_cli
 
 
 def main(argv=None) -> Path:
-    parser = argparse.ArgumentParser(prog="python -m datamodules.synthetic_pointing",
+    parser = CommandParser(prog="python -m datamodules.synthetic_pointing",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", role="output", required=True)
     parser.add_argument("--dataset", default="youcook", choices=["youcook", "groundingyoutube"])
     parser.add_argument("--clips", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)

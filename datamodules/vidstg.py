@@ -36,7 +36,8 @@ Conventions (documented choices):
 """
 from __future__ import annotations
 
-import json
+from core.json_file import read_json
+
 import logging
 import math
 import re
@@ -93,7 +94,7 @@ def _check_video(fps: float, width: int, height: int, where: str) -> None:
 
 def _load_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
+        return read_json(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"VidSTG annotation file {path} does not exist") from None
     except ValueError as err:

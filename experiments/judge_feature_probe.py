@@ -21,8 +21,9 @@ from how many examples.
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.cli_args import positive_int
+from core.command_parser import CommandParser
 
-import argparse
 import json
 import time
 
@@ -181,22 +182,23 @@ def evaluate(model: nn.Module, items: list[tuple], batch_size: int = 64) -> dict
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default="configs/judge_demo.yaml")
-    parser.add_argument("--vision", default=None, help="vision-tower file (default: the config's vision_checkpoint)")
-    parser.add_argument("--clips", type=int, default=2000, help="training clips whose corruptions are used")
-    parser.add_argument("--val-clips", type=int, default=None, help="validation clips (default: all)")
+    parser = CommandParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", role="input", default="configs/judge_demo.yaml")
+    parser.add_argument("--vision", role="input", default=None,
+                        help="vision-tower file (default: the config's vision_checkpoint)")
+    parser.add_argument("--clips", type=positive_int, default=2000, help="training clips whose corruptions are used")
+    parser.add_argument("--val-clips", type=positive_int, default=None, help="validation clips (default: all)")
     parser.add_argument("--verifier", choices=("scratch", "judge"), default="scratch",
                         help="scratch: a small LayerNorm/GELU transformer; judge: a fresh copy of the judge's "
                              "own Qwen2.5-VL language model")
-    parser.add_argument("--steps", type=int, default=1500)
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--steps", type=positive_int, default=1500)
+    parser.add_argument("--batch-size", type=positive_int, default=16)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--clip", type=float, default=None,
                         help="clip the gradient norm to this (the judge configs clip at 1.0); default: no clipping")
-    parser.add_argument("--eval-every", type=int, default=250)
+    parser.add_argument("--eval-every", type=positive_int, default=250)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("overrides", nargs="*", help="extra CLI overrides for the judge config")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -12,9 +12,9 @@ Extra arguments go to the CLI parser (e.g. ``--data.init_args.root=...``).
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.cli_args import positive_int
+from core.command_parser import CommandParser
 from core.weights import load_state_dict_file
-
-import argparse
 
 import torch
 
@@ -50,11 +50,11 @@ def shuffle_control(module, loader, max_batches: int | None = None) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True)
-    parser.add_argument("--ckpt", default=None, help="checkpoint to load (default: the untrained model)")
+    parser = CommandParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", role="input", required=True)
+    parser.add_argument("--ckpt", role="input", default=None, help="checkpoint to load (default: the untrained model)")
     parser.add_argument("--split", choices=("val", "test"), default="val")
-    parser.add_argument("--max-batches", type=int, default=None)
+    parser.add_argument("--max-batches", type=positive_int, default=None)
     args, extra = parser.parse_known_args(argv)
     cli = cli_main(["--config", args.config, *extra], run=False)
     module, data = cli.model, cli.datamodule

@@ -4,6 +4,8 @@ array, dict) of keys, like the release's ``train_keys_deduplicated.pkl``, compan
 (e.g. a sample of them), or a text file with one key per line."""
 from __future__ import annotations
 
+from core.json_file import read_json
+
 import json
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -72,7 +74,7 @@ def read_keys_file(path: str | Path) -> list[str]:
     if path.suffix in (".pkl", ".pickle"):
         data = safe_load(path)
     elif path.suffix == ".json":
-        data = json.loads(path.read_text())
+        data = read_json(path)
     elif path.suffix == ".jsonl":
         data = list(read_keys_lines(path).values())
     else:

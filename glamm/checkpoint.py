@@ -8,9 +8,9 @@ which the release does not hold, comes from OpenAI's CLIP weights. The conversio
 """
 from __future__ import annotations
 
+from core.json_file import read_json
 from core.weights import read_weights
 
-import json
 import re
 from pathlib import Path
 from typing import Mapping
@@ -42,7 +42,7 @@ def folder_config_notes(folder: str | Path, target: Mapping[str, Tensor]) -> lis
     path = Path(folder) / "config.json"
     if not path.is_file():
         return [f"{path}: not found (geometry taken from the config only)"]
-    config = json.loads(path.read_text())
+    config = read_json(path)
     embed = target.get("language_model.model.model.embed_tokens.weight")
     layers = {int(k.split(".")[4]) for k in target if k.startswith("language_model.model.model.layers.")}
     built = {"vocab_size": None if embed is None else embed.shape[0],

@@ -19,7 +19,9 @@ frame's own caption and boxes alone, the paper's Center set-up).
 """
 from __future__ import annotations
 
-import argparse
+from core.cli_args import positive_int
+from core.command_parser import CommandParser
+
 from pathlib import Path
 
 import numpy as np
@@ -72,15 +74,18 @@ def read_inputs(inputs: list[str], frames_per_video: int) -> list[tuple[str, np.
 
 def _caption(args) -> int:
     from core.drawing import composite, phrase_colours, render_overlay
+    from core.output_files import refuse_input_as_output
 
     from PIL import Image
 
     from glamm.model import GLaMM
 
+    out = Path(args.out)
+    for item in args.inputs:  # an image inside --out would be overwritten by its own drawing
+        refuse_input_as_output(out / f"{Path(item).stem}.jpg", {"an input": item}, "--out writes")
     device, dtype = _device_and_dtype(args.device)
     model = GLaMM.from_folder(args.folder, clip_dir=args.clip, tokenizer_dir=args.tokenizer,
                               config=args.config or GLAMM_CONFIG, device=device, dtype=dtype)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, frame in read_inputs(args.inputs, args.frames):  # frames of different sizes: one call each
         result = model.ground(frame[None], max_new_tokens=args.max_new_tokens)[0]
@@ -104,7 +109,7 @@ def _device_and_dtype(name: str):
 
 
 def _baseline(args) -> int:
-    import json
+    from core.output_files import write_json_atomic
 
     from formats.records import read_records
     from glamm.baseline import predict_records
@@ -120,9 +125,7 @@ def _baseline(args) -> int:
                                      args.teacher_forced)
     for key, reason in skipped.items():
         print(f"skipped {key}: {reason}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(preds, indent=1))
+    out = write_json_atomic(args.out, preds, indent=1)
     how = "teacher-forced" if args.teacher_forced else f"{args.level} level"
     level = " --level center" if args.level == "center" and not args.teacher_forced else ""
     print(f"wrote {len(preds)} clip predictions ({how}) to {out}; score them with\n"
@@ -131,41 +134,58 @@ def _baseline(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = CommandParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="check a GLaMM folder's keys and shapes (reads no weights)")
-    check.add_argument("folder", help="GLaMM checkpoint folder (pytorch_model-*.bin + index, or safetensors)")
-    check.add_argument("--config", action="append", help="GLaMM geometry (default configs/official/glamm.yaml)")
+    check.add_argument("folder", role="input",
+                       help="GLaMM checkpoint folder (pytorch_model-*.bin + index, or safetensors)")
+    check.add_argument("--config", role="input", action="append",
+                       help="GLaMM geometry (default configs/official/glamm.yaml)")
     init = sub.add_parser("grove-init", help="what GROVE takes from GLaMM, CLIP or starts new (reads no weights)")
-    init.add_argument("folder", help="GLaMM checkpoint folder")
-    init.add_argument("--config", action="append", required=True, help="GROVE config(s), e.g. configs/pretrain.yaml")
+    init.add_argument("folder", role="input", help="GLaMM checkpoint folder")
+    init.add_argument("--config", role="input", action="append", required=True,
+                      help="GROVE config(s), e.g. configs/pretrain.yaml")
     caption = sub.add_parser("caption", help="grounded captions of images and videos")
-    caption.add_argument("inputs", nargs="+", help="image files, video files or frame folders")
-    caption.add_argument("--folder", required=True, help="GLaMM checkpoint folder")
-    caption.add_argument("--clip", default=None, help="OpenAI CLIP ViT-L/14-336 weights (file or folder)")
-    caption.add_argument("--tokenizer", default=None, help="tokenizer folder (default: --folder)")
-    caption.add_argument("--config", action="append", help="GLaMM geometry (default configs/official/glamm.yaml)")
-    caption.add_argument("--out", default="runs/glamm", help="where the images with boxes go")
-    caption.add_argument("--max-new-tokens", type=int, default=512)
-    caption.add_argument("--frames", type=int, default=1, help="frames per video, evenly spaced (the centre one for 1)")
+    caption.add_argument("inputs", role="input", nargs="+", help="image files, video files or frame folders")
+    caption.add_argument("--folder", role="input", required=True, help="GLaMM checkpoint folder")
+    caption.add_argument("--clip", role="input", default=None, help="OpenAI CLIP ViT-L/14-336 weights (file or folder)")
+    caption.add_argument("--tokenizer", role="input", default=None, help="tokenizer folder (default: --folder)")
+    caption.add_argument("--config", role="input", action="append",
+                         help="GLaMM geometry (default configs/official/glamm.yaml)")
+    caption.add_argument("--out", role="output", default="runs/glamm", help="where the images with boxes go")
+    caption.add_argument("--max-new-tokens", type=positive_int, default=512)
+    caption.add_argument("--frames", type=positive_int, default=1,
+                         help="frames per video, evenly spaced (the centre one for 1)")
     caption.add_argument("--device", default="auto")
     baseline = sub.add_parser("baseline", help="GLaMM baseline predictions for ground-truth clips")
-    baseline.add_argument("--folder", required=True, help="GLaMM checkpoint folder")
-    baseline.add_argument("--clip", default=None, help="OpenAI CLIP ViT-L/14-336 weights (file or folder)")
-    baseline.add_argument("--tokenizer", default=None, help="tokenizer folder (default: --folder)")
-    baseline.add_argument("--config", action="append", help="GLaMM geometry (default configs/official/glamm.yaml)")
-    baseline.add_argument("--gt", required=True, help="ground-truth annotations (any layout the project reads)")
-    baseline.add_argument("--videos", required=True, help="the clips' video folder")
+    baseline.add_argument("--folder", role="input", required=True, help="GLaMM checkpoint folder")
+    baseline.add_argument("--clip", role="input", default=None,
+                          help="OpenAI CLIP ViT-L/14-336 weights (file or folder)")
+    baseline.add_argument("--tokenizer", role="input", default=None, help="tokenizer folder (default: --folder)")
+    baseline.add_argument("--config", role="input", action="append",
+                          help="GLaMM geometry (default configs/official/glamm.yaml)")
+    baseline.add_argument("--gt", role="input", required=True,
+                          help="ground-truth annotations (any layout the project reads)")
+    baseline.add_argument("--videos", role="input", required=True, help="the clips' video folder")
     baseline.add_argument("--level", default="video", choices=("frame", "video", "center"),
                           help="frame: each frame's own caption and boxes; video: the centre frame's caption, "
                                "its phrases grounded on every frame; center: the centre frame alone (the paper's "
                                "Center set-up: score with metrics.evaluate --level center)")
     baseline.add_argument("--teacher-forced", action="store_true",
                           help="ground each clip's ground-truth caption on every frame (a grounding-only reference)")
-    baseline.add_argument("--out", required=True, help="predictions JSON to write")
-    baseline.add_argument("--batch-size", type=int, default=8, help="frames per GLaMM forward")
-    baseline.add_argument("--max-new-tokens", type=int, default=512)
-    baseline.add_argument("--limit", type=int, default=None, help="the first N clips only")
+    baseline.add_argument("--out", role="output", required=True, help="predictions JSON to write")
+    baseline.add_argument("--batch-size", type=positive_int, default=8, help="frames per GLaMM forward")
+    baseline.add_argument("--max-new-tokens", type=positive_int, default=512)
+    baseline.add_argument("--limit", type=positive_int, default=None, help="the first N clips only")
     baseline.add_argument("--device", default="auto")
     args = parser.parse_args(argv)
-    return {"check": _check, "grove-init": _grove_init, "caption": _caption, "baseline": _baseline}[args.command](args)
+    from core.json_file import JSONFileError
+    from core.output_files import OutputIsInputError
+    from core.weights import WeightFileError
+
+    try:
+        run = {"check": _check, "grove-init": _grove_init, "caption": _caption, "baseline": _baseline}[args.command]
+        return run(args)
+    except (OutputIsInputError, WeightFileError, JSONFileError, ValueError, FileNotFoundError) as err:
+        # bad input (a damaged folder, a wrong config): the message, not a traceback
+        raise SystemExit(f"error: {err}") from None

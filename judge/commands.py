@@ -10,7 +10,9 @@ OpenAI-compatible server ``--endpoint URL --endpoint_model NAME``. See docs/judg
 from __future__ import annotations
 
 from core.cli_args import non_negative_int, positive_int
-from core.output_files import OutputIsInputError, refuse_input_as_output
+from core.command_parser import CommandParser
+from core.folder_lock import FolderInUseError, hold_file
+from core.output_files import write_json_atomic
 
 import argparse
 import json
@@ -42,10 +44,12 @@ OVERRIDE_PREFIXES = ("--model.", "--data.", "--trainer.", "--seed_everything")
 
 def _judge_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("judge")
-    group.add_argument("--config", action="append", default=None, help="judge config (repeatable, as cli.py)")
-    group.add_argument("--ckpt_path", default=None, help="Lightning checkpoint of that config")
-    group.add_argument("--judge", default=None, help="released weights: HF folder, LoRA adapter folder or .ckpt")
-    group.add_argument("--base_model", default=None, help="local Qwen2.5-VL folder under a LoRA adapter")
+    group.add_argument("--config", role="input", action="append", default=None,
+                       help="judge config (repeatable, as cli.py)")
+    group.add_argument("--ckpt_path", role="input", default=None, help="Lightning checkpoint of that config")
+    group.add_argument("--judge", role="input", default=None,
+                       help="released weights: HF folder, LoRA adapter folder or .ckpt")
+    group.add_argument("--base_model", role="input", default=None, help="local Qwen2.5-VL folder under a LoRA adapter")
     group.add_argument("--endpoint", default=None, help="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
     group.add_argument("--endpoint_model", default=None, help="the served model's name")
     group.add_argument("--api_key", default=None)
@@ -64,41 +68,46 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m judge", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="python -m judge", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("corrupt", add_help=False,
                         help="write factual-error corruptions of captions (python -m judge corrupt --help)")
     score = commands.add_parser("score", help="score (video, caption) pairs")
     _judge_options(score)
-    score.add_argument("--pairs", required=True, help="JSONL or CSV with video, caption (optional key, clip range)")
-    score.add_argument("--out", required=True, help="output JSONL (resumed when it exists)")
+    score.add_argument("--pairs", role="input", required=True,
+                       help="JSONL or CSV with video, caption (optional key, clip range)")
+    score.add_argument("--out", role="output", required=True, help="output JSONL (resumed when it exists)")
     predictions = commands.add_parser("predictions", help="reference-free score of a predictions file's captions")
     _judge_options(predictions)
-    predictions.add_argument("--gt", required=True,
+    predictions.add_argument("--gt", role="input", required=True,
                              help="ground-truth annotations (any layout metrics.evaluate reads): each clip's video")
-    predictions.add_argument("--pred", required=True, help="predictions JSON (the format `cli.py predict` writes)")
+    predictions.add_argument("--pred", role="input", required=True,
+                             help="predictions JSON (the format `cli.py predict` writes)")
     predictions.add_argument("--on_corrupt", default="skip", choices=ON_CORRUPT,
                              help="an unreadable file in a GT folder: 'skip' (default; counted) or 'raise'")
-    predictions.add_argument("--out", required=True, help="output JSON report")
+    predictions.add_argument("--out", role="output", required=True, help="output JSON report")
     foil = commands.add_parser("foil", help="hallucination accuracy on FOIL pairs")
     _judge_options(foil)
     source = foil.add_mutually_exclusive_group(required=True)
-    source.add_argument("--activitynet_foil",
+    source.add_argument("--activitynet_foil", role="input",
                         help="ActivityNet-FOIL folder (final_right/final_foil_video_sentences.json)")
-    source.add_argument("--corruptions", help="judge JSONL of the corruption generator (one-substitution rows)")
-    source.add_argument("--foil_pairs", help="JSONL with key, video, original, foil")
+    source.add_argument("--corruptions", role="input",
+                        help="judge JSONL of the corruption generator (one-substitution rows)")
+    source.add_argument("--foil_pairs", role="input", help="JSONL with key, video, original, foil")
     foil.add_argument("--video_template", default="{video_id}.mp4", help="ActivityNet-FOIL video file name")
-    foil.add_argument("--out", required=True, help="output JSONL of both captions' scores (resumed when it exists)")
+    foil.add_argument("--out", role="output", required=True,
+                      help="output JSONL of both captions' scores (resumed when it exists)")
     refine = commands.add_parser("refine", help="refine captions with the judge's explanations (prompt D.8)")
     _judge_options(refine)
     refine.add_argument("--videos", required=True, help="folder of the videos")
-    refine.add_argument("--captions", default=None, help="first captions: pair file or predictions JSON (GROVE)")
+    refine.add_argument("--captions", role="input", default=None,
+                        help="first captions: pair file or predictions JSON (GROVE)")
     refine.add_argument("--captioner", required=True, help="local Qwen2.5-VL-class folder that writes and rewrites")
     refine.add_argument("--captioner_max_new_tokens", type=positive_int, default=128)
     refine.add_argument("--captioner_max_pixels", type=positive_int, default=224 * 224)
     refine.add_argument("--rounds", type=non_negative_int, default=3, help="rewrites at most (the paper: up to 10)")
     refine.add_argument("--all_rounds", action="store_true", help="do every round even when the score stops improving")
-    refine.add_argument("--out", required=True, help="output JSONL, one row per clip and round")
+    refine.add_argument("--out", role="output", required=True, help="output JSONL, one row per clip and round")
     return parser
 
 
@@ -132,6 +141,28 @@ def make_judge(args: argparse.Namespace, overrides: Sequence[str], default_video
     return loaded
 
 
+def _file_identity(path: str | None) -> list | None:
+    """A named file or folder as (resolved path, size, modification time): a checkpoint retrained in
+    place is another judge."""
+    if not path:
+        return None
+    p = Path(path).expanduser()
+    if not p.exists():
+        return [str(p)]
+    stat = p.stat()
+    return [str(p.resolve()), stat.st_size, stat.st_mtime_ns]
+
+
+def judge_identity(args: argparse.Namespace, overrides: Sequence[str]) -> str:
+    """Which judge scores, as recorded in each output row (a resumed row must come from the same one)."""
+    if args.endpoint:
+        return json.dumps({"endpoint": args.endpoint, "model": args.endpoint_model})
+    if args.config:
+        return json.dumps({"config": [_file_identity(c) for c in args.config], "overrides": list(overrides),
+                           "ckpt_path": _file_identity(args.ckpt_path)})
+    return json.dumps({"judge": _file_identity(args.judge), "base_model": _file_identity(args.base_model)})
+
+
 def _settings(loaded: LoadedJudge, args: argparse.Namespace) -> dict[str, Any]:
     return {"video_root": loaded.video_root, "num_frames": loaded.num_frames, "batch_size": args.batch_size,
             "max_new_tokens": loaded.max_new_tokens, "num_workers": args.num_workers, "progress": not args.no_progress}
@@ -140,7 +171,8 @@ def _settings(loaded: LoadedJudge, args: argparse.Namespace) -> dict[str, Any]:
 def run_score(args: argparse.Namespace, overrides: Sequence[str]) -> dict[str, Any]:
     rows = read_pairs(args.pairs)
     loaded = make_judge(args, overrides)
-    _, summary = score_pairs(loaded.judge, rows, args.out, **_settings(loaded, args))
+    _, summary = score_pairs(loaded.judge, rows, args.out, **_settings(loaded, args),
+                             judge_id=judge_identity(args, overrides))
     return summary
 
 
@@ -158,8 +190,7 @@ def run_predictions(args: argparse.Namespace, overrides: Sequence[str]) -> dict[
                            batch_size=args.batch_size, max_new_tokens=loaded.max_new_tokens,
                            progress=not args.no_progress)
     summary["corrupt_ground_truth"] = corrupt
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(summary, indent=2))
+    write_json_atomic(args.out, summary)
     return summary
 
 
@@ -174,7 +205,8 @@ def run_foil(args: argparse.Namespace, overrides: Sequence[str]) -> dict[str, An
     if not pairs:
         raise SystemExit("error: no FOIL pair in the input (corruptions: no row with exactly one substitution)")
     loaded = make_judge(args, overrides)
-    _, summary = score_foil_pairs(loaded.judge, pairs, args.out, **_settings(loaded, args))
+    _, summary = score_foil_pairs(loaded.judge, pairs, args.out, **_settings(loaded, args),
+                                  judge_id=judge_identity(args, overrides))
     return summary
 
 
@@ -215,17 +247,14 @@ def main(argv: Sequence[str] | None = None) -> Any:
     if argv[:1] == ["corrupt"]:
         return generate_main(argv[1:])
     args, overrides = parse_args(argv)
-    inputs = {name: getattr(args, name.lstrip("-"), None)
-              for name in ("--pairs", "--ckpt_path", "--corruptions", "--foil_pairs", "--captions")}
-    inputs.update({f"--config {c}": c for c in args.config or ()})
-    try:
-        refuse_input_as_output(args.out, inputs)
-    except OutputIsInputError as err:
-        raise SystemExit(f"error: {err}") from None
     if args.threads:
         torch.set_num_threads(args.threads)
     run = {"score": run_score, "predictions": run_predictions, "foil": run_foil, "refine": run_refine}[args.command]
-    summary = run(args, overrides)
+    try:
+        with hold_file(args.out, f"python -m judge {args.command}"):  # appended to: one run at a time
+            summary = run(args, overrides)
+    except FolderInUseError as err:
+        raise SystemExit(f"error: {err}") from None
     print(json.dumps(summary, indent=2))
     print(f"written to {args.out}")
     return summary

@@ -15,10 +15,10 @@ Nothing is downloaded: every path must exist locally. Checkpoints load with ``we
 from __future__ import annotations
 
 from core.config_loader import ConfigLoader
+from core.json_file import read_json
 from core.weights import read_checkpoint
 
 import inspect
-import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +115,7 @@ def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, override
         load_judge_state(module, checkpoint, first)
         loaded = LoadedJudge(module.judge, max_new_tokens=module.max_new_tokens)
     elif (first / "adapter_config.json").is_file():
-        base = base_model or json.loads((first / "adapter_config.json").read_text()).get("base_model_name_or_path")
+        base = base_model or read_json((first / "adapter_config.json")).get("base_model_name_or_path")
         if not base or not (Path(base) / "config.json").is_file():
             raise FileNotFoundError(f"LoRA adapter {first} needs its base Qwen2.5-VL as a local folder: "
                                     f"{base!r} is not one (pass base_model / --base_model)")

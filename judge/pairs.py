@@ -10,6 +10,8 @@ generator (a corrupted row that changed exactly one object or action, against it
 """
 from __future__ import annotations
 
+from core.json_file import read_json
+
 import csv
 import json
 from pathlib import Path
@@ -87,7 +89,7 @@ def read_activitynet_foil(folder: str | Path, video_template: str = "{video_id}.
 
     right, foil = results("final_right_video_sentences.json"), results("final_foil_video_sentences.json")
     stamps_path = folder / "anet_entities_test_1.json"
-    stamps = json.loads(stamps_path.read_text()) if stamps_path.is_file() else {}
+    stamps = read_json(stamps_path) if stamps_path.is_file() else {}
     pairs = []
     for video_id, sentences in right.items():
         where = f"{folder}, video '{video_id}'"

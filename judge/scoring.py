@@ -4,14 +4,17 @@ The output is JSONL, one row per pair: ``key``, ``video``, ``caption`` (and the 
 the pair has one), ``score`` (1-5 or null), ``explanation``, ``parsed`` (whether the answer had a
 readable score line) and ``error`` (null when the pair was scored; else ``video: ...`` for a
 missing or undecodable clip, ``answer: ...`` for an answer without a readable score line,
-``endpoint: ...`` for a failed request, ``text: ...`` for a caption over the token bound).
+``endpoint: ...`` for a failed request, ``text: ...`` for a caption over the token bound) and
+``scored_with`` (the judge, video folder and settings that made the row).
 
 The output file is only ever appended to, batch by batch: a kill at any moment loses at most the
 batch in flight (a line cut short is set apart by the next run, which reads past it). A rerun
-with the same output resumes by the pair's content (video, clip range and caption), not by its
-key, so an output reused with another pairs file never passes old captions' scores off as new
-ones; a resumed pair with a new key gets a copy of its row under that key. Pairs that failed for
-a reason that may pass (``video:``, ``endpoint:``) are scored again; the last row of a pair wins.
+with the same output resumes a pair only when its whole input is the same (video, clip range and
+caption, and ``scored_with``: the judge, the video folder, the frame count and answer length),
+never by its key, so an output reused with another pairs file or another judge never passes old
+scores off as new ones; a resumed pair with a new key gets a copy of its row under that key. Only
+rows that succeeded (a score, no error) are resumed: every failed pair is scored again, and the
+last row of a pair wins.
 Also here: FOIL accuracy over scored pairs and the judge's share of an evaluation report.
 """
 from __future__ import annotations
@@ -29,10 +32,8 @@ from torch.utils.data import DataLoader
 from judge.hallucination import pairwise_accuracy
 from judge.pairs import CLIP_RANGES, PairFrames, collate_pairs, foil_rows
 
-OUTPUT_FIELDS = ("key", "video", "caption", "score", "explanation", "parsed", "error")
+OUTPUT_FIELDS = ("key", "video", "caption", "score", "explanation", "parsed", "error", "scored_with")
 RANGE_FIELDS = tuple(name for pair in CLIP_RANGES for name in pair)
-# Failures that may pass on a rerun (a video copied in later, an endpoint back up): scored again.
-RETRIED_ERRORS = ("video:", "endpoint:")
 # Caption tokens given to the judge (captions of the datasets here are under 200 tokens; a caption of a
 # million characters would otherwise allocate tens of GB and lose the whole run).
 MAX_CAPTION_TOKENS = 1024
@@ -40,9 +41,21 @@ MAX_CAPTION_TOKENS = 1024
 _CHARS_PER_TOKEN = 4
 
 
-def pair_identity(row: Mapping[str, Any]) -> str:
-    """What a pair is, for resuming: its video, clip range and caption (never its key)."""
-    return json.dumps([row["video"], row["caption"], *(row.get(name) for name in RANGE_FIELDS)])
+def pair_identity(row: Mapping[str, Any], scored_with: Mapping[str, Any] | None = None) -> str:
+    """What a pair's score depends on, for resuming: its video, clip range and caption (never its
+    key) and how it is scored (``scored_with``: the judge and the settings; a row's own when None)."""
+    setting = row.get("scored_with") if scored_with is None else scored_with
+    return json.dumps([row["video"], row["caption"], *(row.get(name) for name in RANGE_FIELDS), setting],
+                      sort_keys=True)
+
+
+def scoring_setup(judge: Any, judge_id: str | None, video_root: str, num_frames: int,
+                  max_new_tokens: int) -> dict[str, Any]:
+    """The ``scored_with`` of a run: which judge (``judge_id``, else the judge's class), where the
+    videos are read from and the settings that change a score."""
+    return {"judge": judge_id or f"{type(judge).__module__}.{type(judge).__qualname__}",
+            "video_root": str(Path(video_root).expanduser().resolve()), "num_frames": int(num_frames),
+            "max_new_tokens": int(max_new_tokens)}
 
 
 def read_scored(path: str | Path) -> list[dict[str, Any]]:
@@ -70,18 +83,21 @@ def caption_tokens(judge: Any):
     return lambda text: -(-len(text) // _CHARS_PER_TOKEN)
 
 
-def _out_row(row: Mapping[str, Any], score=None, explanation: str = "", error: str | None = None) -> dict[str, Any]:
+def _out_row(row: Mapping[str, Any], score=None, explanation: str = "", error: str | None = None,
+             scored_with: Mapping[str, Any] | None = None) -> dict[str, Any]:
     out = {"key": row["key"], "video": row["video"], "caption": row["caption"]}
     out.update({name: row[name] for name in RANGE_FIELDS if row.get(name) is not None})
     out.update({"score": score, "explanation": explanation, "parsed": score is not None, "error": error})
+    if scored_with is not None:
+        out["scored_with"] = dict(scored_with)
     return out
 
 
-def _answer_row(row: Mapping[str, Any], answer) -> dict[str, Any]:
+def _answer_row(row: Mapping[str, Any], answer, scored_with: Mapping[str, Any] | None) -> dict[str, Any]:
     error = None if answer.score is not None else answer.error
     if error is not None and not error.startswith("endpoint:"):
         error = f"answer: {error}"
-    return _out_row(row, answer.score, answer.explanation, error)
+    return _out_row(row, answer.score, answer.explanation, error, scored_with)
 
 
 def _open_for_append(path: Path):
@@ -99,26 +115,29 @@ def _open_for_append(path: Path):
 
 def score_pairs(judge: Any, rows: Sequence[dict[str, Any]], out: str | Path | None = None, video_root: str = ".",
                 num_frames: int = 32, batch_size: int = 8, max_new_tokens: int = 64, num_workers: int = 0,
-                progress: bool = True, max_caption_tokens: int = MAX_CAPTION_TOKENS,
+                progress: bool = True, max_caption_tokens: int = MAX_CAPTION_TOKENS, judge_id: str | None = None,
                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Score ``rows`` (``key``, ``video``, ``caption``, optional clip range) with ``judge`` (anything with
     :meth:`~judge.model.VCInspectorJudge.score`); returns one output row per pair of ``rows`` (resumed
     ones included) and a summary. With ``out``, pairs already scored there are not scored again (see
-    the module docstring); a caption over ``max_caption_tokens`` fails that pair only."""
+    the module docstring; ``judge_id`` names the judge in each row's ``scored_with``); a caption over
+    ``max_caption_tokens`` fails that pair only."""
+    setup = scoring_setup(judge, judge_id, video_root, num_frames, max_new_tokens)
     previous: dict[str, dict[str, Any]] = {}
     for scored in read_scored(out) if out is not None else []:
         previous[pair_identity(scored)] = scored  # the last row of a pair wins
     done, todo = [], []
     for row in rows:
-        old = previous.get(pair_identity(row))
-        if old is not None and not (old.get("error") or "").startswith(RETRIED_ERRORS):
+        old = previous.get(pair_identity(row, setup))
+        if old is not None and old.get("error") is None and old.get("score") is not None:
             done.append({**old, "key": row["key"]})
         else:
             todo.append(row)
     count = caption_tokens(judge)
     too_long = over_limit({n: r["caption"] for n, r in enumerate(todo)}, max_caption_tokens, count)
     refused = [_out_row(todo[n], error=f"text: the caption has {length} tokens, over the limit of "
-                                       f"{max_caption_tokens}; not scored") for n, length in too_long.items()]
+                                       f"{max_caption_tokens}; not scored", scored_with=setup)
+               for n, length in too_long.items()]
     todo = [r for n, r in enumerate(todo) if n not in too_long]
     loader = DataLoader(PairFrames(todo, video_root, num_frames), batch_size=batch_size, num_workers=num_workers,
                         collate_fn=collate_pairs)
@@ -132,7 +151,7 @@ def score_pairs(judge: Any, rows: Sequence[dict[str, Any]], out: str | Path | No
     new, start = [], time.perf_counter()
     try:
         if handle is not None:
-            renamed = [r for r in done if previous[pair_identity(r)]["key"] != r["key"]]
+            renamed = [r for r in done if previous[pair_identity(r, setup)]["key"] != r["key"]]
             handle.write("".join(json.dumps(r) + "\n" for r in renamed + refused).encode("utf-8"))
             handle.flush()
         for items in loader:
@@ -140,10 +159,10 @@ def score_pairs(judge: Any, rows: Sequence[dict[str, Any]], out: str | Path | No
             answers = judge.score([i["frames"] for i in readable], [i["row"]["caption"] for i in readable],
                                   max_new_tokens=max_new_tokens, sampled_fps=[i["fps"] for i in readable]) \
                 if readable else []
-            by_key = {i["row"]["key"]: _answer_row(i["row"], a) for i, a in zip(readable, answers)}
+            by_key = {i["row"]["key"]: _answer_row(i["row"], a, setup) for i, a in zip(readable, answers)}
             for item in items:
                 row = item["row"]
-                result = by_key.get(row["key"]) or _out_row(row, error=item["error"])
+                result = by_key.get(row["key"]) or _out_row(row, error=item["error"], scored_with=setup)
                 new.append(result)
                 if handle is not None:
                     handle.write((json.dumps(result) + "\n").encode("utf-8"))

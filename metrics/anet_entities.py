@@ -34,10 +34,10 @@ a phrase's class is the lemma of its last word.
 from __future__ import annotations
 
 from core.box_ops import box_iou_pairwise
-from core.output_files import refuse_input_as_output, write_json_atomic
+from core.command_parser import CommandParser
+from core.json_file import read_json
+from core.output_files import write_json_atomic
 
-import argparse
-import json
 import sys
 from collections import defaultdict
 from functools import lru_cache
@@ -85,7 +85,7 @@ def load_reference(path: str | Path, split_file: str | Path | None = None,
                    splits: Sequence[str] = ("validation",)) -> dict[str, dict[str, dict]]:
     """``{video: {segment: annotation}}`` of the chosen splits of the cleaned annotation file."""
     path = Path(path)
-    data = json.loads(path.read_text())
+    data = read_json(path)
     ref = data.get("annotations") if isinstance(data, Mapping) else None
     if not isinstance(ref, Mapping):
         raise ValueError(f"{path}: expected {{'annotations': {{video: {{'segments': ...}}}}}}")
@@ -109,7 +109,7 @@ def reference_from_records(records: Iterable) -> dict[str, dict[str, dict]]:
 
 def load_submission(path: str | Path) -> dict[str, dict[str, dict]]:
     """The ``results`` of an official submission file."""
-    data = json.loads(Path(path).read_text())
+    data = read_json(Path(path))
     if not isinstance(data, Mapping) or not isinstance(data.get("results"), Mapping):
         raise ValueError(f"{path}: expected an official submission {{'results': {{video: {{segment: ...}}}}}}")
     return data["results"]
@@ -400,24 +400,22 @@ class ANetEntitiesMetric(PredictionSetMetric):
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(description="ActivityNet-Entities grounding evaluation (official definitions).")
-    parser.add_argument("--reference", required=True, help="anet_entities_cleaned_class_thresh50_trainval.json")
-    parser.add_argument("--split-file", default=None, help="split_ids_anet_entities.json")
+    parser = CommandParser(description="ActivityNet-Entities grounding evaluation (official definitions).")
+    parser.add_argument("--reference", role="input", required=True,
+                        help="anet_entities_cleaned_class_thresh50_trainval.json")
+    parser.add_argument("--split-file", role="input", default=None, help="split_ids_anet_entities.json")
     parser.add_argument("--split", nargs="+", default=["validation"], help="split(s) to evaluate")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--submission", help="an official submission file {'results': ...}")
-    source.add_argument("--pred",
+    source.add_argument("--submission", role="input", help="an official submission file {'results': ...}")
+    source.add_argument("--pred", role="input",
                         help="the project's predictions JSON (the format predict writes), keyed {video}_{segment}")
     parser.add_argument("--eval-mode", default="gen", choices=("gen", "GT"))
     parser.add_argument("--iou-threshold", type=float, default=IOU_THRESHOLD)
     parser.add_argument("--spacy-model", default=SPACY_MODEL)
-    parser.add_argument("--write-submission", default=None, help="with --pred: also write the official submission here")
-    parser.add_argument("--out", default=None, help="write the report as JSON here")
+    parser.add_argument("--write-submission", role="output", default=None,
+                        help="with --pred: also write the official submission here")
+    parser.add_argument("--out", role="output", default=None, help="write the report as JSON here")
     args = parser.parse_args(argv)
-    inputs = {"--reference": args.reference, "--split-file": args.split_file, "--submission": args.submission,
-              "--pred": args.pred}
-    refuse_input_as_output(args.out, inputs)
-    refuse_input_as_output(args.write_submission, inputs, "--write-submission")
     reference = load_reference(args.reference, args.split_file, args.split)
     lemmatize = spacy_lemmatizer(args.spacy_model)
     if args.submission:

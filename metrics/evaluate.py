@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import core  # noqa: F401
 from core.cli_args import unit_float
-from core.output_files import refuse_input_as_output, write_json_atomic
+from core.command_parser import CommandParser
+from core.output_files import write_json_atomic
 
 import argparse
 import sys
@@ -26,13 +27,15 @@ from typing import Any, Sequence
 from formats.records import ON_CORRUPT, RecordError
 from metrics.evaluation import LEVEL_CHOICES, PROTOCOLS, evaluate_files, format_table
 from metrics.prediction_validation import INVALID_POLICIES
+from metrics.streaming_evaluation import OFF_GRID_POLICIES
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Every command-line option of the evaluator (one place, so options can be added beside them)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gt", required=True, help="annotation file or folder (JSON, pickle, per-key pickles)")
-    parser.add_argument("--pred", required=True, help="predictions JSON (the format predict writes)")
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gt", role="input", required=True,
+                        help="annotation file or folder (JSON, pickle, per-key pickles)")
+    parser.add_argument("--pred", role="input", required=True, help="predictions JSON (the format predict writes)")
     parser.add_argument("--protocol", default="project", choices=PROTOCOLS,
                         help="'project' (default) or 'official' (the GROVE release's eval_iground.py)")
     parser.add_argument("--level", default="both", choices=sorted(LEVEL_CHOICES),
@@ -55,18 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="drop predicted boxes scored below this before evaluating")
     parser.add_argument("--invalid", default="error", choices=INVALID_POLICIES,
                         help="predicted boxes that cannot be right: 'error' (default) or 'skip' (drop and count)")
+    parser.add_argument("--off-grid", default="error", choices=OFF_GRID_POLICIES,
+                        help="predicted frames with boxes that are not annotated frames of their clip: 'error' "
+                             "(default; names clip and frames) or 'nearest' (map each to the nearest annotated "
+                             "frame, counted in the report)")
     parser.add_argument("--on-corrupt", default="skip", choices=ON_CORRUPT,
                         help="an unreadable file in a GT folder: 'skip' (default; counted) or 'raise'")
-    parser.add_argument("--out", default=None, help="write the report as JSON here")
+    parser.add_argument("--out", role="output", default=None, help="write the report as JSON here")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
-    try:
-        refuse_input_as_output(args.out, {"--gt": args.gt, "--pred": args.pred})
-    except ValueError as err:
-        raise SystemExit(f"error: {err}") from None
     encoder = args.text_encoder
     if encoder is None and args.protocol == "project":
         encoder = "minilm"
@@ -75,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                                 tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture,
                                 args.objectness_threshold, protocol=args.protocol, invalid=args.invalid,
                                 on_corrupt=args.on_corrupt, capture_conventions=args.capture_conventions,
-                                capture_stop_words=args.capture_stop_words)
+                                capture_stop_words=args.capture_stop_words, off_grid=args.off_grid)
     except (ValueError, RecordError, FileNotFoundError) as err:
         raise SystemExit(f"error: {err}") from None
     print(format_table(report))

@@ -8,26 +8,38 @@
 
 Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_validation`) unless
 ``invalid="skip"`` drops and counts them; a corrupt file in a GT folder is skipped and counted
-(``on_corrupt="raise"`` stops instead).
+(``on_corrupt="raise"`` stops instead). The project protocol reads a predictions file clip by
+clip (:mod:`metrics.streaming_evaluation`), with predicted frames off the annotation grid refused
+(or mapped under ``off_grid="nearest"``).
 """
 from __future__ import annotations
 
 import core  # noqa: F401
-from core.bounded_text import METEOR_MAX_CHARS, over_limit
+from core.bounded_text import CAPTURE_MAX_CHARS, METEOR_MAX_CHARS, over_limit
 
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from formats.predictions import load_predictions
+import numpy as np
+
+from formats.predictions import iter_prediction_file, load_predictions
 from formats.records import read_ground_truth
-from metrics.center_frame import centre_view
-from metrics.grounding import evaluate_grounding, frames_from_prediction, frames_from_record
-from metrics.prediction_validation import validate_predictions
+from metrics.center_frame import centre_frame, centre_records, centre_view
+from metrics.grounding import frames_from_prediction, frames_from_record
+from metrics.prediction_validation import INVALID_POLICIES, MAX_EXAMPLES, ValidationReport, validate_predictions
+from metrics.streaming_evaluation import (
+    OFF_GRID_POLICIES,
+    GroundingAccumulator,
+    OffGridReport,
+    batched,
+    place_on_grid,
+)
 
 # "center": the GROVE paper's Center set-up (metrics.center_frame), scored at video level
 LEVEL_CHOICES = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame"), "center": ("video",)}
 PROTOCOLS = ("project", "official")
+BATCH_CLIPS = 256  # clips reduced together: keeps the grounding code vectorised, memory flat
 
 
 def filter_by_objectness(pred: Mapping[str, Any], threshold: float, strict: bool = False) -> dict:
@@ -50,22 +62,25 @@ def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "bot
                    caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
                    capture: bool = True, objectness_threshold: float | None = None,
                    protocol: str = "project", invalid: str = "error", on_corrupt: str = "skip",
-                   capture_conventions: str = "default", capture_stop_words: str = "authors") -> dict[str, Any]:
+                   capture_conventions: str = "default", capture_stop_words: str = "authors",
+                   off_grid: str = "error") -> dict[str, Any]:
+    """The evaluation of a predictions file; the project protocol reads it clip by clip."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     records, corrupt = read_ground_truth(gt_path, on_corrupt)
-    preds = load_predictions(pred_path)
     if protocol == "official":
+        preds = load_predictions(pred_path)
         if level == "center":
             records, preds = centre_view(records, preds)
         report = evaluate_official(records, preds, text_encoder, caption_metrics, objectness_threshold,
                                    invalid=invalid, pred_source=str(pred_path))
         report["settings"]["level"] = "center" if level == "center" else "video"
     else:
-        report = evaluate_predictions(records, preds, level, score_source, text_encoder, caption_metrics,
-                                      capture, objectness_threshold, pred_source=str(pred_path), invalid=invalid,
-                                      capture_conventions=capture_conventions,
-                                      capture_stop_words=capture_stop_words)
+        report = evaluate_prediction_stream(records, iter_prediction_file(pred_path), level, score_source,
+                                            text_encoder, caption_metrics, capture, objectness_threshold,
+                                            pred_source=str(pred_path), invalid=invalid,
+                                            capture_conventions=capture_conventions,
+                                            capture_stop_words=capture_stop_words, off_grid=off_grid)
     report["corrupt_ground_truth"] = corrupt
     return report
 
@@ -122,55 +137,107 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
                          capture: bool = True, objectness_threshold: float | None = None,
                          pred_source: str = "<memory>", invalid: str = "error",
                          capture_conventions: Any = "default", capture_stop_words: Any = "authors",
-                         ) -> dict[str, Any]:
+                         off_grid: str = "error", batch_clips: int = BATCH_CLIPS) -> dict[str, Any]:
     """The evaluator on in-memory GT records (key -> record) and predictions (the JSON format predict writes).
 
     ``invalid``: ``error`` rejects a predicted box that cannot be right (naming clip, frame and
     field), ``skip`` drops it and counts it in the report's ``invalid_predictions``.
+    ``off_grid``: see :mod:`metrics.streaming_evaluation`.
     """
+    return evaluate_prediction_stream(records, preds.items(), level, score_source, text_encoder, caption_metrics,
+                                      capture, objectness_threshold, pred_source, invalid, capture_conventions,
+                                      capture_stop_words, off_grid, batch_clips)
+
+
+def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple[str, Any]], level: str = "both",
+                               score_source: str = "constant", text_encoder: Any = "minilm",
+                               caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
+                               capture: bool = True, objectness_threshold: float | None = None,
+                               pred_source: str = "<memory>", invalid: str = "error",
+                               capture_conventions: Any = "default", capture_stop_words: Any = "authors",
+                               off_grid: str = "error", batch_clips: int = BATCH_CLIPS) -> dict[str, Any]:
+    """:func:`evaluate_predictions` on ``(clip key, prediction)`` pairs that stream by (a file read
+    clip by clip): grounding metrics are reduced per batch of ``batch_clips`` clips, so memory
+    holds the GT, the captions and a compact record per counted detection, not the predictions."""
     if level not in LEVEL_CHOICES:
         raise ValueError(f"level must be one of {sorted(LEVEL_CHOICES)}, got {level!r}")
+    if off_grid not in OFF_GRID_POLICIES:
+        raise ValueError(f"off_grid must be one of {OFF_GRID_POLICIES}, got {off_grid!r}")
+    if invalid not in INVALID_POLICIES:
+        raise ValueError(f"invalid-prediction policy must be one of {INVALID_POLICIES}, got {invalid!r}")
+    full = records  # the Center set-up grids predictions on the whole clip, then keeps its centre frame
     if level == "center":
-        records, preds = centre_view(records, preds)
-    missing = sorted(k for k in records if k not in preds)
-    extra = sorted(k for k in preds if k not in records)
+        records = centre_records(full)
     keys = sorted(records)
-    checked, validation = _validated(records, preds, invalid, pred_source)
-    empty = {"caption": "", "phrases": [], "frames": []}
-    chosen = {k: checked.get(k, empty) for k in keys}
-    if objectness_threshold is not None:
-        chosen = {k: filter_by_objectness(p, objectness_threshold) for k, p in chosen.items()}
+    position = {k: i for i, k in enumerate(keys)}
     if text_encoder is None or isinstance(text_encoder, (str, os.PathLike)):
         from metrics.text_encoder import build_text_encoder
 
         text_encoder = build_text_encoder(text_encoder)
-    gt = {k: frames_from_record(records[k]) for k in keys}
-    pred_frames = {k: frames_from_prediction(chosen[k], key=k, source=pred_source) for k in keys}
-    results: dict[str, float] = dict(evaluate_grounding(gt, pred_frames, text_encoder=text_encoder,
-                                                        levels=LEVEL_CHOICES[level], score_source=score_source))
+    grounding = GroundingAccumulator(text_encoder, levels=LEVEL_CHOICES[level], score_source=score_source)
+    seen = np.zeros(len(keys), dtype=bool)
+    extra: list[str] = []
+    captions: dict[str, str] = {}
+    validation, off_grid_report = ValidationReport(), OffGridReport()
+
+    def in_gt() -> Iterator[tuple[str, Any]]:
+        for key, pred in items:
+            if key in position:
+                seen[position[key]] = True
+                yield key, pred
+            else:
+                extra.append(key)
+
+    for batch in batched(in_gt(), batch_clips):
+        known = dict(batch)
+        checked, report = validate_predictions(known, {k: (records[k].width, records[k].height) for k in known},
+                                               policy=invalid, source=pred_source)
+        validation.skipped_boxes += report.skipped_boxes
+        validation.by_field.update(report.by_field)
+        validation.examples.extend(report.examples[:max(0, MAX_EXAMPLES - len(validation.examples))])
+        if objectness_threshold is not None:
+            checked = {k: filter_by_objectness(p, objectness_threshold) for k, p in checked.items()}
+        pred_frames = {k: place_on_grid(k, frames_from_prediction(p, key=k, source=pred_source),
+                                        full[k].frame_indices, off_grid, pred_source, off_grid_report)
+                       for k, p in checked.items()}
+        if level == "center":
+            pred_frames = {k: [f for f in frames if f.frame == centre_frame(full[k])]
+                           for k, frames in pred_frames.items()}
+        captions.update({k: p.get("caption", "") for k, p in checked.items()})
+        grounding.add({k: frames_from_record(records[k]) for k in known}, pred_frames,
+                      np.asarray([position[k] for k in known]))
+    missing = [k for k in keys if not seen[position[k]]]
+    for batch in batched(missing, batch_clips):  # GT clips without a prediction: no predicted box
+        grounding.add({k: frames_from_record(records[k]) for k in batch}, {}, np.asarray([position[k] for k in batch]))
+    results: dict[str, float] = dict(grounding.result(ignored_clips=len(extra)))
+    candidates = {k: captions.get(k, "") for k in keys}
     over_long: list[str] = []
     if caption_metrics:
         from metrics.captioning import evaluate_captions
 
-        over_long = sorted(over_limit({k: chosen[k].get("caption", "") for k in keys}, METEOR_MAX_CHARS))
-        results.update(evaluate_captions({k: [records[k].caption] for k in keys},
-                                         {k: chosen[k].get("caption", "") for k in keys}, metrics=caption_metrics))
+        over_long = sorted(over_limit(candidates, METEOR_MAX_CHARS))
+        results.update(evaluate_captions({k: [records[k].caption] for k in keys}, candidates,
+                                         metrics=caption_metrics))
+    if capture:
+        over_long = sorted({*over_long, *over_limit({k: [candidates[k], records[k].caption] for k in keys},
+                                                    CAPTURE_MAX_CHARS)})
     if caption_metrics or capture:
         # A model that ignores the video writes one caption for every clip and can still beat a
         # worse constant caption on METEOR/CIDEr: report how many captions are distinct.
-        results["distinct_captions"] = distinct_share([chosen[k].get("caption", "") for k in keys])
+        results["distinct_captions"] = distinct_share(list(candidates.values()))
     if capture:
         from metrics.capture import CaptureScorer
 
         scored = CaptureScorer(text_encoder=text_encoder, conventions=capture_conventions,
                                stop_words=capture_stop_words).score(
-            [chosen[k].get("caption", "") for k in keys], [[records[k].caption] for k in keys])
+            list(candidates.values()), [[records[k].caption] for k in keys], keys=keys)
         results["CAPTURE"] = float(scored["CAPTURE"])
     return {"metrics": {k: float(v) for k, v in results.items()}, "num_clips": len(keys),
-            "missing_predictions": missing, "ignored_predictions": extra,
+            "missing_predictions": missing, "ignored_predictions": sorted(extra),
             "invalid_predictions": validation.as_dict(), "over_long_captions": over_long,
+            "off_grid_frames": off_grid_report.as_dict(),
             "settings": {"protocol": "project", "level": level, "score_source": score_source,
-                         "objectness_threshold": objectness_threshold, "invalid": invalid,
+                         "objectness_threshold": objectness_threshold, "invalid": invalid, "off_grid": off_grid,
                          "capture_conventions": str(capture_conventions) if capture else None,
                          "capture_stop_words": str(capture_stop_words) if capture else None}}
 
@@ -199,8 +266,12 @@ def format_table(report: Mapping[str, Any]) -> str:
         lines.append(f"unreadable ground-truth files skipped: {len(report['corrupt_ground_truth'])}: "
                      + "; ".join(report["corrupt_ground_truth"][:5]))
     if report.get("over_long_captions"):
-        lines.append(f"captions over {METEOR_MAX_CHARS} characters, left out of METEOR: "
+        lines.append(f"captions over {METEOR_MAX_CHARS} characters, left out of METEOR and CAPTURE: "
                      f"{len(report['over_long_captions'])}: " + ", ".join(report["over_long_captions"][:20]))
+    moved = report.get("off_grid_frames") or {}
+    if moved.get("mapped_frames"):
+        lines.append(f"off-grid predicted frames mapped to the nearest annotated frame: {moved['mapped_frames']} "
+                     f"in {moved['clips']} clip(s); first: " + moved["examples"][0])
     if report["ignored_predictions"]:
         lines.append(f"predicted clips not in the GT (ignored): {len(report['ignored_predictions'])}: "
                      + ", ".join(report["ignored_predictions"][:20]))

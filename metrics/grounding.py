@@ -25,6 +25,7 @@ from core.box_ops import box_iou
 
 import itertools
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -279,8 +280,8 @@ def _grouped_average_precision(group, score, image, rank, tp, n_gt: np.ndarray) 
     return np.where(n_gt > 0, ap, np.nan)
 
 
-def _average_precision(gt: _Boxes, pred: _Boxes, image_video, levels, score_source, iou_threshold, max_dets):
-    n_images, n_videos = len(image_video), int(image_video.max(initial=-1)) + 1
+def _detections(gt: _Boxes, pred: _Boxes, n_images: int, score_source, iou_threshold, max_dets):
+    """COCOeval's counted detections: ``(image, rank in image, score, matched)`` arrays."""
     score = np.ones(len(pred.image)) if score_source == "constant" else pred.scores
     # Per image: highest score first (ties keep the frame's order), only the first max_dets count.
     by_rank = np.lexsort((pred.order, -score, pred.image))
@@ -295,8 +296,12 @@ def _average_precision(gt: _Boxes, pred: _Boxes, image_video, levels, score_sour
     wh = det_boxes[:, 2:] - det_boxes[:, :2]
     area = wh[:, 0] * wh[:, 1]
     counted = tp | ((area >= AREA_RANGE_ALL[0]) & (area <= AREA_RANGE_ALL[1]))
-    det_image, det_rank, det_score, tp = det_image[counted], det_rank[counted], det_score[counted], tp[counted]
+    return det_image[counted], det_rank[counted], det_score[counted], tp[counted]
 
+
+def _average_precision(gt: _Boxes, pred: _Boxes, image_video, levels, score_source, iou_threshold, max_dets):
+    n_images, n_videos = len(image_video), int(image_video.max(initial=-1)) + 1
+    det_image, det_rank, det_score, tp = _detections(gt, pred, n_images, score_source, iou_threshold, max_dets)
     out = {}
     if "video" in levels:
         n_gt = np.bincount(image_video[gt.image], minlength=n_videos)
@@ -346,6 +351,26 @@ def _greedy_pairs(gt: _Boxes, pred: _Boxes, n_images: int, rules: Sequence) -> l
 
 
 def _miou_and_recall(gt, pred, image_video, levels, metrics, text_encoder, iou_threshold, text_threshold):
+    parts = _miou_and_recall_parts(gt, pred, image_video, metrics, text_encoder, iou_threshold, text_threshold)
+    out = {}
+    if "mIoU" in parts:
+        video_miou, frame_miou = parts["mIoU"]
+        if "video" in levels:
+            out["mIoU"] = _nanmean(video_miou)
+        if "frame" in levels:
+            out["mIoU_frame"] = _nanmean(frame_miou)
+    if "recall" in parts:
+        video_recall, matches, n_gt_boxes = parts["recall"]
+        if "video" in levels:
+            out["recall"] = _nanmean(video_recall)
+        if "frame" in levels:
+            out["recall_frame"] = float(matches / n_gt_boxes) if n_gt_boxes else math.nan
+    return out
+
+
+def _miou_and_recall_parts(gt, pred, image_video, metrics, text_encoder, iou_threshold, text_threshold):
+    """What the means are taken over: ``mIoU``: (per video with GT, per GT frame);
+    ``recall``: (per video with GT, matched pairs, GT boxes)."""
     n_images, n_videos = len(image_video), int(image_video.max(initial=-1)) + 1
     g_count = np.bincount(gt.image, minlength=n_images)
     gt_frames = np.flatnonzero(g_count > 0)
@@ -359,7 +384,8 @@ def _miou_and_recall(gt, pred, image_video, levels, metrics, text_encoder, iou_t
     if "recall" in metrics:
         from metrics.text_encoder import build_text_encoder, encode_unique
 
-        encoder = text_encoder if hasattr(text_encoder, "encode") else build_text_encoder(text_encoder)
+        plain = text_encoder is None or isinstance(text_encoder, (str, bytes, os.PathLike))  # str has .encode too
+        encoder = build_text_encoder(text_encoder) if plain else text_encoder
         # Only predictions in frames with GT can pair; each distinct phrase is embedded once.
         pred_in_gt_frame = g_count[pred.image] > 0
         _, emb, index = encode_unique(encoder, np.concatenate([gt.labels, pred.labels[pred_in_gt_frame]]))
@@ -383,20 +409,14 @@ def _miou_and_recall(gt, pred, image_video, levels, metrics, text_encoder, iou_t
     if "mIoU" in results:
         n_pairs, iou_sum = results["mIoU"]
         frame_miou = np.where(n_pairs > 0, iou_sum / np.maximum(n_pairs, 1), 0.0)[gt_frames]
-        if "video" in levels:
-            per_video = (np.bincount(frame_video, weights=frame_miou, minlength=n_videos)[has_gt]
-                         / frames_per_video[has_gt])
-            out["mIoU"] = _nanmean(per_video)
-        if "frame" in levels:
-            out["mIoU_frame"] = _nanmean(frame_miou)
+        per_video = (np.bincount(frame_video, weights=frame_miou, minlength=n_videos)[has_gt]
+                     / frames_per_video[has_gt])
+        out["mIoU"] = (per_video, frame_miou)
     if "recall" in results:
         matches, _ = results["recall"]
         video_matches = np.bincount(image_video, weights=matches, minlength=n_videos)
         video_gt = np.bincount(image_video[gt.image], minlength=n_videos)
-        if "video" in levels:
-            out["recall"] = _nanmean(video_matches[has_gt] / video_gt[has_gt])
-        if "frame" in levels:
-            out["recall_frame"] = float(matches.sum() / len(gt.image)) if len(gt.image) else math.nan
+        out["recall"] = (video_matches[has_gt] / video_gt[has_gt], float(matches.sum()), len(gt.image))
     return out
 
 

@@ -29,7 +29,8 @@ inference's pickle ``{clip_key: {"final_boxes": [...], ...}}`` (restricted unpic
 """
 from __future__ import annotations
 
-import argparse
+from core.command_parser import CommandParser
+
 import json
 import sys
 from pathlib import Path
@@ -163,15 +164,15 @@ def evaluate_files(gt: str | Path, pred: str | Path | Sequence[str | Path], data
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m metrics.pointing", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gt", required=True, help="full_annotations.pkl of the benchmark")
-    parser.add_argument("--pred", required=True, nargs="+",
+    parser = CommandParser(prog="python -m metrics.pointing", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gt", role="input", required=True, help="full_annotations.pkl of the benchmark")
+    parser.add_argument("--pred", role="input", required=True, nargs="+",
                         help="predictions: the project's JSON (several: the per-process files of a multi-GPU "
                              "predict) or the released inference's pickle")
     parser.add_argument("--dataset", required=True, choices=sorted(POINTING_DATASETS))
     parser.add_argument("--missing", default="miss", choices=MISSING_POLICIES,
                         help="a ground-truth clip without prediction: its boxed seconds are misses, or an error")
-    parser.add_argument("--out", help="also write the report as JSON here")
+    parser.add_argument("--out", role="output", help="also write the report as JSON here")
     args = parser.parse_args(argv)
     try:
         report = evaluate_files(args.gt, args.pred, args.dataset, args.missing)

@@ -9,9 +9,9 @@ is reachable here, so the encoder is pluggable: any local Hugging Face encoder f
 from __future__ import annotations
 
 import core  # noqa: F401  (transformers imports torchvision: the shim must run first)
+from core.json_file import read_json
 
 import functools
-import json
 import os
 import re
 from pathlib import Path
@@ -104,7 +104,7 @@ class MiniLMEncoder(HFMeanPoolEncoder):
         folder = minilm_model_dir()
         config = folder / "sentence_bert_config.json"
         # sentence-transformers truncates at the model's max_seq_length (256), not at 64.
-        max_length = json.loads(config.read_text()).get("max_seq_length", 256) if config.is_file() else 256
+        max_length = read_json(config).get("max_seq_length", 256) if config.is_file() else 256
         super().__init__(folder, max_length=max_length, batch_size=batch_size, device=device)
 
 

@@ -13,6 +13,7 @@ are plotted against the threshold as in the paper's Figure 6.
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.command_parser import CommandParser
 from core.output_files import atomic_write
 
 import argparse
@@ -25,6 +26,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from metrics.grounding import FrameBoxes, evaluate_grounding, frames_from_prediction, frames_from_record
+from metrics.streaming_evaluation import OffGridReport, place_on_grid
 
 DEFAULT_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 PLOTTED = ("AP50", "recall")
@@ -62,18 +64,23 @@ def under_filtered_clips(records: Mapping[str, Any], predictions: Mapping[str, d
 def threshold_sweep(records: Mapping[str, Any], predictions: Mapping[str, dict],
                     thresholds: Sequence[float] = DEFAULT_THRESHOLDS, text_encoder: Any = "minilm",
                     level: str = "both", score_source: str = "constant",
-                    source: str = "<memory>") -> list[dict[str, float]]:
+                    source: str = "<memory>", off_grid: str = "error") -> list[dict[str, float]]:
     """Grounding metrics at each threshold: one row ``{"threshold": t, "AP50": ..., "recall": ...}`` per t.
 
     ``records`` maps clip keys to GT records (as the evaluator), ``predictions`` is a predictions
     file's content with scores. Clips missing from the predictions count as empty; extra
-    predicted clips are ignored.
+    predicted clips are ignored (and counted). Predicted frames off a clip's annotation grid are
+    refused, or mapped with ``off_grid="nearest"``, as by the evaluator
+    (:mod:`metrics.streaming_evaluation`).
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {sorted(LEVELS)}, got {level!r}")
     keys = sorted(records)
     gt = {k: frames_from_record(records[k]) for k in keys}
-    parsed = {k: frames_from_prediction(predictions.get(k, _EMPTY), key=k, source=source) for k in keys}
+    moved = OffGridReport()
+    parsed = {k: place_on_grid(k, frames_from_prediction(predictions.get(k, _EMPTY), key=k, source=source),
+                               records[k].frame_indices, off_grid, source, moved) for k in keys}
+    ignored = sum(1 for k in predictions if k not in records)
     if text_encoder is None or isinstance(text_encoder, (str, Path)):
         from metrics.text_encoder import build_text_encoder
 
@@ -83,6 +90,7 @@ def threshold_sweep(records: Mapping[str, Any], predictions: Mapping[str, dict],
         pred = {k: keep_scored(frames, float(t)) for k, frames in parsed.items()}
         metrics = evaluate_grounding(gt, pred, text_encoder=text_encoder, levels=LEVELS[level],
                                      score_source=score_source)
+        metrics["num_pred_clips_ignored"] = ignored
         rows.append({"threshold": float(t), **{k: float(v) for k, v in metrics.items()}})
     return rows
 
@@ -146,11 +154,12 @@ def _named(spec: str) -> tuple[str, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, float]]]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gt", required=True, help="annotation file or folder (any layout the evaluator reads)")
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gt", role="input", required=True,
+                        help="annotation file or folder (any layout the evaluator reads)")
     parser.add_argument("--pred", required=True, action="append",
                         help="predictions JSON saved with objectness_threshold=0.0; repeat (NAME=PATH) to compare runs")
-    parser.add_argument("--out", required=True, help="folder for threshold_sweep.{csv,json,png}")
+    parser.add_argument("--out", role="output", required=True, help="folder for threshold_sweep.{csv,json,png}")
     parser.add_argument("--thresholds", default=",".join(str(t) for t in DEFAULT_THRESHOLDS))
     parser.add_argument("--level", default="both", choices=sorted(LEVELS))
     parser.add_argument("--score-source", default="constant", choices=("constant", "objectness"))

@@ -25,8 +25,8 @@ ties or without scores).
 from __future__ import annotations
 
 from core.box_ops import box_iou_pairwise
+from core.command_parser import CommandParser
 
-import argparse
 import sys
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -207,27 +207,27 @@ class VidSTGMetric(PredictionSetMetric):
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(description="VidSTG evaluation: m_vIoU, vIoU@0.3/0.5 per sentence type.")
-    parser.add_argument("--annotations", required=True, help="VidSTG file (VidSTG's own or TubeDETR's layout)")
-    parser.add_argument("--vidor-annotations", default=None, help="VidOR annotation folder (VidSTG's own layout)")
+    parser = CommandParser(description="VidSTG evaluation: m_vIoU, vIoU@0.3/0.5 per sentence type.")
+    parser.add_argument("--annotations", role="input", required=True,
+                        help="VidSTG file (VidSTG's own or TubeDETR's layout)")
+    parser.add_argument("--vidor-annotations", role="input", default=None,
+                        help="VidOR annotation folder (VidSTG's own layout)")
     parser.add_argument("--segment", default="tube", choices=("tube", "used"),
                         help="the clips the predictions were made on: the GT tube (default) or the used segment "
                              "(with --grid record, the frames evaluated)")
     parser.add_argument("--grid", default="tubedetr", choices=GRIDS,
                         help="'tubedetr' (default: TubeDETR's 5-fps grid over the used segment, boxes of every "
                              "tube frame read from the file) or 'record' (the project's annotation grid)")
-    parser.add_argument("--pred", required=True,
+    parser.add_argument("--pred", role="input", required=True,
                         help="predictions JSON (the format predict writes; optional 'span' per sentence)")
-    parser.add_argument("--out", default=None, help="write the report as JSON here")
+    parser.add_argument("--out", role="output", default=None, help="write the report as JSON here")
     args = parser.parse_args(argv)
-    from core.output_files import refuse_input_as_output, write_json_atomic
+    from core.output_files import write_json_atomic
 
     from datamodules.vidstg import read_vidstg
     from formats.predictions import load_predictions
     from metrics.vidstg_annotations import read_vidstg_sentences
 
-    refuse_input_as_output(args.out, {"--annotations": args.annotations, "--vidor-annotations": args.vidor_annotations,
-                                      "--pred": args.pred})
     preds = load_predictions(args.pred)
     if args.grid == "tubedetr":
         sentences = read_vidstg_sentences(args.annotations, args.vidor_annotations)

@@ -8,7 +8,8 @@ boxes are the file's, unclipped, as TubeDETR reads them.
 """
 from __future__ import annotations
 
-import json
+from core.json_file import read_json
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -84,7 +85,7 @@ def read_vidstg_sentences(path: str | Path, vidor_annotations: str | Path | None
     tube frame where the file has one."""
     path = Path(path)
     records = read_vidstg(path, vidor_annotations, segment="used")
-    data: Any = json.loads(path.read_text())
+    data: Any = read_json(path)
     if isinstance(data, Mapping):
         lookup = lambda vid, target, tube: _tubedetr_boxes(data, vid, target, tube)  # noqa: E731
     else:

@@ -8,6 +8,7 @@ and the post-norm last-layer hidden states are returned for the [DET] queries.
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility before transformers imports it)
+from core.json_file import read_json
 from core.paths import DATA_DIR
 
 import importlib.util
@@ -65,6 +66,21 @@ def _is_llama_sentencepiece(folder: Path) -> bool:
     return (folder / "tokenizer.model").is_file()
 
 
+def _check_sentencepiece(path: Path, key: str) -> None:
+    """Refuse a ``tokenizer.model`` SentencePiece cannot read, naming it: transformers would go on to
+    try other readers and report the last one's complaint (a missing ``tiktoken`` package)."""
+    import sentencepiece
+
+    processor = sentencepiece.SentencePieceProcessor()
+    try:
+        processor.LoadFromSerializedProto(path.read_bytes())
+    except Exception as err:  # noqa: BLE001  (sentencepiece raises RuntimeError or its own errors)
+        raise ValueError(f"{key}: {path} is not a SentencePiece model (damaged, truncated or another kind of file: "
+                         f"{str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
+    if processor.GetPieceSize() == 0:
+        raise ValueError(f"{key}: {path} is a SentencePiece model with no pieces")
+
+
 def load_tokenizer_folder(folder: str | Path, key: str = "tokenizer folder"):
     """The tokenizer of a local Hugging Face folder; ``key`` names the setting in errors.
 
@@ -86,6 +102,10 @@ def load_tokenizer_folder(folder: str | Path, key: str = "tokenizer folder"):
     if llama and not has_json and importlib.util.find_spec("sentencepiece") is None:
         raise ImportError(f"{key}: {folder} holds only tokenizer.model, which needs the sentencepiece package to "
                           "load (pip install -r requirements.txt)")
+    if has_json:
+        read_json(folder / "tokenizer.json")  # a damaged file is named, not reported as a missing package
+    elif has_model and importlib.util.find_spec("sentencepiece") is not None:
+        _check_sentencepiece(folder / "tokenizer.model", key)
     try:
         if llama:
             return split_words_as_sentencepiece(LlamaTokenizer.from_pretrained(str(folder), legacy=False))

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.command_parser import CommandParser
 
 import argparse
 from pathlib import Path
@@ -87,12 +88,12 @@ def run(root: Path, split: str, text_encoder: str = "minilm", capture_stop_words
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--root", default="data/synthetic")
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", role="input", default="data/synthetic")
     parser.add_argument("--split", default="test")
     parser.add_argument("--text-encoder", default="minilm")
     parser.add_argument("--capture-stop-words", default="authors", choices=("authors", "project"))
-    parser.add_argument("--out", default=None)
+    parser.add_argument("--out", role="output", default=None)
     args = parser.parse_args(argv)
     result = run(Path(args.root), args.split, args.text_encoder, args.capture_stop_words)
     print(f"constant caption: {result['constant_caption']}")

@@ -10,26 +10,22 @@ Stage 3 backend reads either file (``stage3.path``).
 """
 from __future__ import annotations
 
-from core.output_files import OutputIsInputError, refuse_input_as_output
+from core.command_parser import CommandParser
 from core.weights import WeightFileError
 
-import argparse
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
     from models.cotracker3_checkpoint import check_cotracker3, load_cotracker3
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", help="the released scaled_offline.pth (or a CoTracker3 offline state dict)")
+    parser = CommandParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", role="input",
+                        help="the released scaled_offline.pth (or a CoTracker3 offline state dict)")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="check keys and shapes only")
-    mode.add_argument("--out", help="write the weights in the project's layout as .safetensors")
+    mode.add_argument("--out", role="output", help="write the weights in the project's layout as .safetensors")
     args = parser.parse_args(argv)
-    try:
-        refuse_input_as_output(args.out, {"checkpoint": args.checkpoint})
-    except OutputIsInputError as err:
-        parser.error(str(err))
     try:
         report, cfg = check_cotracker3(args.checkpoint)
         print(report.table())

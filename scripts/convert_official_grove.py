@@ -12,29 +12,23 @@ and ``callbacks.init_from_checkpoint.InitFromCheckpoint`` take.
 """
 from __future__ import annotations
 
-from core.output_files import OutputIsInputError, refuse_input_as_output
+from core.command_parser import CommandParser
 from core.weights import WeightFileError
 
-import argparse
 import sys
 
 from models.grove_checkpoint import check_official, convert_official_file
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", help="official .bin (zero_to_fp32) or Hugging Face folder")
-    parser.add_argument("--config", action="append", required=True,
+    parser = CommandParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", role="input", help="official .bin (zero_to_fp32) or Hugging Face folder")
+    parser.add_argument("--config", role="input", action="append", required=True,
                         help="cli.py config(s) describing the model, stacked as cli.py does")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="check keys and shapes only")
-    mode.add_argument("--out", help="write the converted Lightning checkpoint here")
+    mode.add_argument("--out", role="output", help="write the converted Lightning checkpoint here")
     args = parser.parse_args(argv)
-    try:
-        refuse_input_as_output(args.out, {"checkpoint": args.checkpoint,
-                                          **{f"--config {c}": c for c in args.config}})
-    except OutputIsInputError as err:
-        parser.error(str(err))
     try:
         if args.check:
             report, notes = check_official(args.checkpoint, args.config)

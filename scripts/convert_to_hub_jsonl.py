@@ -11,15 +11,16 @@ data you have (docs/reproduce.md uses it on the synthetic set).
 """
 from __future__ import annotations
 
-import argparse
+from core.command_parser import CommandParser
+
 import sys
 from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("annotations", help="annotation file or folder, any layout the project reads")
-    parser.add_argument("out", help="the .jsonl file to write")
+    parser = CommandParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("annotations", role="input", help="annotation file or folder, any layout the project reads")
+    parser.add_argument("out", role="output", help="the .jsonl file to write")
     parser.add_argument("--keys-companion", action="store_true",
                         help="ids in OUT_keys.jsonl, one per line (HowToGround1M's layout)")
     parser.add_argument("--processed", action="store_true", help="one union box per phrase and frame")
@@ -27,14 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out.endswith(".jsonl"):
         raise SystemExit(f"error: {args.out}: the output must be a .jsonl file")
 
-    from core.output_files import refuse_input_as_output
-
     from datamodules.howtoground import merge_instances
     from formats.hub_jsonl import write_jsonl_records
     from formats.records import RecordError, read_records
 
     try:
-        refuse_input_as_output(args.out, {"ANNOTATIONS": args.annotations}, output_option="OUT")
         records = read_records(args.annotations)
     except (RecordError, ValueError, FileNotFoundError) as err:
         raise SystemExit(f"error: {err}") from None

@@ -10,6 +10,8 @@ fit the GPU. The model behind the figures: tools/memory_estimator.py, docs/scali
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility)
+from core.cli_args import positive_int
+from core.command_parser import CommandParser
 
 import argparse
 from pathlib import Path
@@ -31,19 +33,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", action="append", default=None,
+    parser = CommandParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", role="input", action="append", default=None,
                         help="training config (repeat to stack overlays); default configs/official/grove.yaml")
-    parser.add_argument("--gpus", type=int, default=8, help="GPUs the run shards over (ZeRO-2, FSDP)")
-    parser.add_argument("--max-micro-batch", type=int, default=8)
+    parser.add_argument("--gpus", type=positive_int, default=8, help="GPUs the run shards over (ZeRO-2, FSDP)")
+    parser.add_argument("--max-micro-batch", type=positive_int, default=8)
     parser.add_argument("--capacity-gib", type=float, default=80.0, help="memory of one GPU")
     parser.add_argument("--overhead-gib", type=float, default=DEFAULT_OVERHEAD_GIB,
                         help="reserved per GPU for the CUDA context, NCCL and allocator fragmentation")
-    parser.add_argument("--frames", type=int, default=None, help="frames per clip (default: data.num_frames)")
-    parser.add_argument("--text-tokens", type=int, default=Workload.text_tokens,
+    parser.add_argument("--frames", type=positive_int, default=None, help="frames per clip (default: data.num_frames)")
+    parser.add_argument("--text-tokens", type=positive_int, default=Workload.text_tokens,
                         help="prompt and caption tokens besides the video tokens")
-    parser.add_argument("--answer-tokens", type=int, default=Workload.answer_tokens)
-    parser.add_argument("--phrases", type=int, default=Workload.phrases)
+    parser.add_argument("--answer-tokens", type=positive_int, default=Workload.answer_tokens)
+    parser.add_argument("--phrases", type=positive_int, default=Workload.phrases)
     return parser.parse_args(argv)
 
 

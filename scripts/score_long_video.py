@@ -11,6 +11,7 @@ Markdown table (docs/long_video.md has the figures and their commands).
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility: must precede transformers)
+from core.command_parser import CommandParser
 
 import argparse
 import json
@@ -55,9 +56,10 @@ def table(rows: list[tuple]) -> str:
 
 
 def main(argv: list[str] | None = None) -> list[tuple]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--truth", required=True, help="ground truth JSON of python -m longvideo.synthetic_long")
-    parser.add_argument("--timeline", help="timeline.json of a long-video predict run on that video")
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--truth", role="input", required=True,
+                        help="ground truth JSON of python -m longvideo.synthetic_long")
+    parser.add_argument("--timeline", role="input", help="timeline.json of a long-video predict run on that video")
     parser.add_argument("--linking-alone", action="store_true", help="score linking the true clip boxes")
     parser.add_argument("--clip-seconds", type=float, default=8.0)
     parser.add_argument("--paraphrase", type=float, default=0.5, help="share of clip phrases paraphrased")

@@ -25,6 +25,9 @@ Arguments after ``--`` go to every fit/test run (after the point's own).
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.command_parser import CommandParser
+from core.folder_lock import hold_folder
+from core.json_file import read_json
 from core.output_files import write_json_atomic, write_text_atomic
 
 import argparse
@@ -32,7 +35,6 @@ import csv
 import gc
 import io
 import itertools
-import json
 import re
 import shlex
 import sys
@@ -150,7 +152,7 @@ def run_point(point: SweepPoint, base_args: Sequence[str], out: Path, extra: Seq
         if not path.exists():
             raise FileNotFoundError(f"{path}: the threshold sweep needs "
                                     "callbacks.prediction_writer.PredictionWriter in the config")
-        rows = threshold_sweep(records, json.loads(path.read_text()), thresholds, text_encoder, source=str(path))
+        rows = threshold_sweep(records, read_json(path), thresholds, text_encoder, source=str(path))
         result["threshold_sweep"] = rows
         plot_threshold_sweep({point.name: rows}, path.parent / "threshold_sweep.png")
         del scored
@@ -186,6 +188,34 @@ def tabulate(results: Sequence[dict[str, Any]], columns: Sequence[str] = DEFAULT
     return "\n".join(md) + "\n", buf.getvalue()
 
 
+def point_inputs(point: SweepPoint, base_args: Sequence[str], extra: Sequence[str],
+                 thresholds: Sequence[float]) -> dict[str, Any]:
+    """Everything a point's result depends on: a saved result is reused only when these are equal."""
+    return {"base": list(base_args), "args": list(point.args), "extra": list(extra),
+            "thresholds": [float(t) for t in thresholds]}
+
+
+def _point_result(point, base_args, out, extra, thresholds, resume, text_encoder, cli_main) -> dict:
+    saved = out / point.name / "result.json"
+    inputs = point_inputs(point, base_args, extra, thresholds)
+    if resume and saved.exists():
+        result = read_json(saved)
+        if not result.get("error") and result.get("inputs") == inputs:
+            print(f"[sweep] {point.name}: done before with the same inputs, reusing {saved}")
+            return result
+        print(f"[sweep] {point.name}: {saved} " + ("failed" if result.get("error") else "had other inputs")
+              + ", run again")
+    print(f"[sweep] {point.name}: {' '.join(point.args) or '(base config)'}", flush=True)
+    try:
+        result = run_point(point, base_args, out, extra, thresholds, text_encoder, cli_main)
+    except (Exception, SystemExit):  # noqa: BLE001  (a bad point must not lose the others)
+        result = {"name": point.name, "args": point.args, "metrics": {}, "error": traceback.format_exc()}
+        print(f"[sweep] {point.name} failed:\n{result['error']}", file=sys.stderr)
+    result = {**result, "inputs": inputs}
+    write_json_atomic(saved, result)
+    return result
+
+
 def run_sweep(base_args: Sequence[str], points: Sequence[SweepPoint], out: str | Path, extra: Sequence[str] = (),
               thresholds: Sequence[float] = DEFAULT_THRESHOLDS, columns: Sequence[str] = DEFAULT_COLUMNS,
               resume: bool = False, text_encoder: Any = "minilm", cli_main: Callable | None = None) -> list[dict]:
@@ -198,23 +228,9 @@ def run_sweep(base_args: Sequence[str], points: Sequence[SweepPoint], out: str |
         from metrics.text_encoder import build_text_encoder
 
         text_encoder = build_text_encoder(text_encoder)
-    results = []
-    for point in points:
-        saved = out / point.name / "result.json"
-        if resume and saved.exists():
-            result = json.loads(saved.read_text())
-            if not result.get("error"):
-                print(f"[sweep] {point.name}: done before, reusing {saved}")
-                results.append(result)
-                continue
-        print(f"[sweep] {point.name}: {' '.join(point.args) or '(base config)'}", flush=True)
-        try:
-            result = run_point(point, base_args, out, extra, thresholds, text_encoder, cli_main)
-        except (Exception, SystemExit):  # noqa: BLE001  (a bad point must not lose the others)
-            result = {"name": point.name, "args": point.args, "metrics": {}, "error": traceback.format_exc()}
-            print(f"[sweep] {point.name} failed:\n{result['error']}", file=sys.stderr)
-        write_json_atomic(saved, result)
-        results.append(result)
+    with hold_folder(out, "scripts/sweep.py"):  # two sweeps in one folder would overwrite each other's points
+        results = [_point_result(point, base_args, out, extra, thresholds, resume, text_encoder, cli_main)
+                   for point in points]
     markdown, table_csv = tabulate(results, columns)
     write_text_atomic(out / "results.md", markdown)
     write_text_atomic(out / "results.csv", table_csv)
@@ -233,18 +249,19 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     if "--" in argv:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1:]
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", action="append", default=[], help="base config(s), stacked in order")
+    parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", role="input", action="append", default=[], help="base config(s), stacked in order")
     parser.add_argument("--preset", choices=sorted(PRESETS), help="the paper's ablations: " + ", ".join(
         f"{k} ({', '.join(v)})" for k, v in PRESETS.items()))
     parser.add_argument("--point", action="append", default=[], help='NAME="ARGS" (repeat)')
     parser.add_argument("--axis", action="append", default=[], help="KEY=V1,V2 (repeat for a grid)")
-    parser.add_argument("--out", required=True, help="sweep folder (one sub-folder per point)")
+    parser.add_argument("--out", role="output", required=True, help="sweep folder (one sub-folder per point)")
     parser.add_argument("--thresholds", default=",".join(str(t) for t in DEFAULT_THRESHOLDS),
                         help="objectness thresholds to re-score at; empty to skip")
     parser.add_argument("--columns", default=",".join(DEFAULT_COLUMNS), help="metrics in results.md")
     parser.add_argument("--text-encoder", default="minilm", help="phrase encoder for recall in the threshold sweep")
-    parser.add_argument("--resume", action="store_true", help="reuse points that already have a result.json")
+    parser.add_argument("--resume", action="store_true",
+                        help="reuse points whose result.json succeeded with the same configs, args and thresholds")
     parser.add_argument("--dry-run", action="store_true", help="print the points and stop")
     args = parser.parse_args(argv)
 

@@ -6,6 +6,8 @@ parsing as they would on ``cli.py predict``.
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.cli_args import non_negative_int
+from core.command_parser import CommandParser
 
 import argparse
 import logging
@@ -18,21 +20,29 @@ from webdemo.workspace import Workspace
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(prog="python -m webdemo", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", action="append", required=True,
+    parser = CommandParser(prog="python -m webdemo", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", role="input", action="append", required=True,
                         help="the config the checkpoint was trained with (repeat to stack configs)")
-    parser.add_argument("--ckpt_path", required=True, help="a GROVE checkpoint (cli.py fit, or a converted release)")
-    parser.add_argument("--judge", default=None,
+    parser.add_argument("--ckpt_path", role="input", required=True,
+                        help="a GROVE checkpoint (cli.py fit, or a converted release)")
+    parser.add_argument("--judge", role="input", default=None,
                         help="VC-Inspector judge to rate each clip's caption: a judge .ckpt, a released Hugging Face "
                              "folder, a LoRA adapter folder, or a judge config (with --judge_ckpt)")
-    parser.add_argument("--judge_ckpt", default=None, help="checkpoint of the judge config given as --judge")
+    parser.add_argument("--judge_ckpt", role="input", default=None,
+                        help="checkpoint of the judge config given as --judge")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: this machine only)")
     parser.add_argument("--port", type=int, default=7860)
-    parser.add_argument("--samples", type=int, default=3, help="synthetic sample videos offered on the page")
+    parser.add_argument("--samples", type=non_negative_int, default=3,
+                        help="synthetic sample videos offered on the page")
     return parser.parse_known_args(argv)
 
 
+# Seconds a stopping server waits for the prediction in flight to reach its next batch.
+STOP_WAIT_S = 60.0
+
+
 def _stop(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop at a time; SIGKILL still ends it at once
     raise KeyboardInterrupt
 
 
@@ -59,9 +69,21 @@ def main(argv: list[str] | None = None) -> None:
 
             judge = load_clip_judge(args.judge, args.judge_ckpt)
         demo = build_app(predictor, workspace, samples[:args.samples], judge)
-        demo.queue(default_concurrency_limit=1).launch(
-            server_name=args.host, server_port=args.port, allowed_paths=[str(workspace.root)], show_error=False,
-            css=CSS, theme=THEME, footer_links=[])
+        try:
+            demo.queue(default_concurrency_limit=1).launch(
+                server_name=args.host, server_port=args.port, allowed_paths=[str(workspace.root)], show_error=False,
+                css=CSS, theme=THEME, footer_links=[])
+        finally:
+            # Gradio returns from launch on SIGINT/SIGTERM with a prediction maybe still running in
+            # its worker thread: end it before the interpreter exits around it
+            log = logging.getLogger("webdemo")
+            log.info("stopping: ending the prediction in flight, if any")
+            if not predictor.stop(STOP_WAIT_S):
+                log.error("a prediction did not stop within %.0f s; exiting without it", STOP_WAIT_S)
+                workspace.close()
+                logging.shutdown()
+                os._exit(1)
+            demo.close()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from formats.video import PyAVVideoSource, VideoDecodeError
 from models.inference import WINDOW_MODES
 from webdemo.judging import ClipJudge
 from webdemo.plot import objectness_figure
-from webdemo.predictor import DemoPredictor, Settings
+from webdemo.predictor import DemoPredictor, ServerStopping, Settings
 from webdemo.results import DemoResult, caption_html, clip_label, draw_frame, summary_markdown
 from webdemo.samples import Sample
 from webdemo.upload import UploadError, check_video
@@ -96,7 +96,7 @@ class DemoApp:
                                             video_name=Path(video).name)
             if self.judge is not None:
                 self._judge(result, progress)
-        except (UploadError, ValueError) as err:
+        except (UploadError, ValueError, ServerStopping) as err:
             return self._failed(str(err))
         except Exception as err:  # noqa: BLE001  (the page gets a sentence, the server log the traceback)
             log.exception("prediction failed on %s", video)

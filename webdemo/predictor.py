@@ -12,9 +12,9 @@ set per request.
 from __future__ import annotations
 
 from core.config_loader import DATA_PATH_SUFFIXES, ConfigLoader, as_dict
+from core.json_file import read_json
 from core.weights import load_state_dict_file
 
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -77,14 +77,24 @@ class _LoadingCLI(ConfigLoader):
         return None
 
 
-class _Collector(L.Callback):
-    """Per-clip objectness and skipped clips of one request, and its progress."""
+class ServerStopping(RuntimeError):
+    """The server is shutting down: the prediction in flight ends at its next batch."""
 
-    def __init__(self, total: int, progress: Progress | None):
+
+class _Collector(L.Callback):
+    """Per-clip objectness and skipped clips of one request, and its progress; ends the prediction
+    when the server stops."""
+
+    def __init__(self, total: int, progress: Progress | None, stopping: threading.Event | None = None):
         self.total, self.progress = total, progress
+        self.stopping = stopping
         self.done = 0
         self.objectness: dict[str, dict] = {}
         self.skipped: dict[str, str] = {}
+
+    def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
+        if self.stopping is not None and self.stopping.is_set():
+            raise ServerStopping("the server is stopping; this prediction was not finished")
 
     def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
         if isinstance(outputs, dict):
@@ -131,6 +141,17 @@ class DemoPredictor:
         self.defaults = Settings(self.module.objectness_threshold, self.module.window_mode, hp.video_clip_seconds,
                                  hp.video_clip_stride_seconds, self.module.max_new_tokens)
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    def stop(self, timeout: float) -> bool:
+        """Refuse new predictions, end the one in flight at its next batch and wait for it (at most
+        ``timeout`` seconds); whether none is left running. Exiting while a prediction runs in
+        native code aborts the process (SIGABRT) instead of stopping it."""
+        self._stopping.set()
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        self._lock.release()
+        return True
 
     def _datamodule(self, video: Path, settings: Settings):
         """A fresh datamodule of the config's class and settings, predicting on ``video``."""
@@ -157,6 +178,8 @@ class DemoPredictor:
         settings = settings.checked()
         video, out_dir = Path(video), Path(out_dir)
         with self._lock:
+            if self._stopping.is_set():
+                raise ServerStopping("the server is stopping; no new predictions")
             started = time.perf_counter()
             datamodule = self._datamodule(video, settings)
             datamodule.setup("predict")
@@ -169,7 +192,7 @@ class DemoPredictor:
             module.max_new_tokens = int(settings.max_new_tokens)
             module.report_objectness = True
             writers = self._writers(out_dir)
-            collector = _Collector(len(dataset.records), progress)
+            collector = _Collector(len(dataset.records), progress, self._stopping)
             added = [w for w in writers if w not in self.trainer.callbacks]
             self.trainer.callbacks[:0] = [collector]  # first: says "drawing" before the writers draw
             self.trainer.callbacks.extend(added)
@@ -181,7 +204,7 @@ class DemoPredictor:
                     self.trainer.callbacks.remove(callback)
             prediction_writer, video_writer = writers
             predictions_path = prediction_writer.last_paths["predict"]
-            predictions = json.loads(predictions_path.read_text())
+            predictions = read_json(predictions_path)
             info = dataset.videos[0]
             clips = assemble_clips(dataset.records, predictions, collector.objectness, collector.skipped)
             return DemoResult(

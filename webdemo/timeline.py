@@ -9,8 +9,8 @@ annotated MP4, when it is next to the timeline.
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.command_parser import CommandParser
 
-import argparse
 import html
 from pathlib import Path
 from typing import Any, Mapping
@@ -112,8 +112,8 @@ def build_timeline_app(document: Mapping[str, Any], title: str = "GROVE: long-vi
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m webdemo.timeline", description=__doc__.splitlines()[0])
-    parser.add_argument("timeline", help="timeline.json of a long-video predict run")
+    parser = CommandParser(prog="python -m webdemo.timeline", description=__doc__.splitlines()[0])
+    parser.add_argument("timeline", role="input", help="timeline.json of a long-video predict run")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=7861)
     args = parser.parse_args(argv)

@@ -11,6 +11,8 @@ a correct caption and its FOIL, the same caption with one object replaced, of on
 """
 from __future__ import annotations
 
+from core.json_file import read_json
+
 import json
 from pathlib import Path
 from typing import Any, Sequence
@@ -56,7 +58,7 @@ def read_foil_coco(path: str | Path, coco_captions: str | Path | None = None, n_
         by_id.setdefault(ann["id"], {"foil": [], "orig": []})["foil" if ann["foil"] else "orig"].append(ann)
     coco: dict[Any, list[str]] = {}
     if coco_captions is not None:
-        captions = json.loads(Path(coco_captions).read_text())
+        captions = read_json(Path(coco_captions))
         for ann in captions.get("annotations", []):
             coco.setdefault(ann["image_id"], []).append(ann["caption"])
     pairs, refs = [], []

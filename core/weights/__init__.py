@@ -8,14 +8,16 @@ from core.weights.checkpoints import (
     read_checkpoint_hparams,
 )
 from core.weights.files import (
+    DuplicateWeightError,
     WeightFileError,
     load_state_dict_file,
+    merge_weight_files,
     non_finite_tensors,
     read_safetensors_shapes,
     read_torchscript_tensors,
     read_weights,
 )
 
-__all__ = ["CKPT_PATH_KEYWORDS", "WeightFileError", "lightning_checkpoint", "load_state_dict_file",
-           "non_finite_tensors", "read_checkpoint", "read_checkpoint_hparams", "read_safetensors_shapes",
-           "read_torchscript_tensors", "read_weights"]
+__all__ = ["CKPT_PATH_KEYWORDS", "DuplicateWeightError", "WeightFileError", "lightning_checkpoint",
+           "load_state_dict_file", "merge_weight_files", "non_finite_tensors", "read_checkpoint",
+           "read_checkpoint_hparams", "read_safetensors_shapes", "read_torchscript_tensors", "read_weights"]

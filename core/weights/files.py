@@ -17,18 +17,19 @@ you wrote yourself.
 """
 from __future__ import annotations
 
-import json
+from core.json_file import JSONFileError, read_json
+
 import logging
 import pickle
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 import torch
 
-__all__ = ["WeightFileError", "load_state_dict_file", "non_finite_tensors", "read_safetensors_shapes",
-           "read_torchscript_tensors", "read_weights"]
+__all__ = ["DuplicateWeightError", "WeightFileError", "load_state_dict_file", "merge_weight_files",
+           "non_finite_tensors", "read_safetensors_shapes", "read_torchscript_tensors", "read_weights"]
 
 log = logging.getLogger(__name__)
 _SCAN_CHUNK = 1 << 24  # elements checked at a time: bounds the temporary of the finiteness scan
@@ -36,6 +37,31 @@ _SCAN_CHUNK = 1 << 24  # elements checked at a time: bounds the temporary of the
 
 class WeightFileError(ValueError):
     """A weight file that cannot be read as a state dict of tensors."""
+
+
+class DuplicateWeightError(WeightFileError):
+    """One tensor name stored in two files of one checkpoint: which copy is meant cannot be known."""
+
+
+def merge_weight_files(parts: Iterable[tuple[str | Path, Mapping[str, torch.Tensor]]]) -> dict[str, torch.Tensor]:
+    """One state dict from the ``(file, tensors)`` of a checkpoint's files (shards, several safetensors).
+
+    A name held by two files is a :class:`DuplicateWeightError` naming it and both files: loading
+    either copy silently (the last file read wins in a plain ``dict.update``) would give weights
+    nobody chose.
+    """
+    merged: dict[str, torch.Tensor] = {}
+    owner: dict[str, Path] = {}
+    for file, tensors in parts:
+        file = Path(file)
+        for name, tensor in tensors.items():
+            if name in owner:
+                raise DuplicateWeightError(
+                    f"'{name}' is stored twice: in {owner[name]} and in {file}; a checkpoint holds each tensor "
+                    "once (remove the stray copy or the file that should not be in the folder)")
+            owner[name] = file
+            merged[name] = tensor
+    return merged
 
 
 def _named(key: str | None, path: Path) -> str:
@@ -198,10 +224,7 @@ def read_weights(path: str | Path, shapes_only: bool = False) -> dict[str, torch
         if not files:
             raise FileNotFoundError(
                 f"{path}: a Hugging Face folder must hold *.safetensors or pytorch_model*.bin files")
-        state: dict[str, torch.Tensor] = {}
-        for file in files:
-            state.update(_read_file(file, shapes_only))
-        return state
+        return merge_weight_files((file, _read_file(file, shapes_only)) for file in files)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such checkpoint file or folder")
     return _read_file(path, shapes_only)
@@ -209,20 +232,25 @@ def read_weights(path: str | Path, shapes_only: bool = False) -> dict[str, torch
 
 def _read_indexed(index: Path, shapes_only: bool) -> dict[str, torch.Tensor]:
     try:
-        weight_map = json.loads(index.read_text())["weight_map"]
+        weight_map = read_json(index)["weight_map"]
+    except JSONFileError:
+        raise
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{index}: not a shard index (needs a 'weight_map' of key -> file): {err}") from None
-    state: dict[str, torch.Tensor] = {}
-    for name in dict.fromkeys(weight_map.values()):
-        file = index.parent / name
-        if not file.is_file():
-            raise FileNotFoundError(f"{index}: lists shard {name}, which is not in {index.parent}")
-        shard = _read_file(file, shapes_only)
-        absent = [k for k, v in weight_map.items() if v == name and k not in shard]
-        if absent:
-            raise ValueError(f"{index}: {file.name} lacks {len(absent)} keys the index puts there, e.g. {absent[:3]}")
-        state.update(shard)
-    return state
+
+    def shards():
+        for name in dict.fromkeys(weight_map.values()):
+            file = index.parent / name
+            if not file.is_file():
+                raise FileNotFoundError(f"{index}: lists shard {name}, which is not in {index.parent}")
+            shard = _read_file(file, shapes_only)
+            absent = [k for k, v in weight_map.items() if v == name and k not in shard]
+            if absent:
+                raise ValueError(
+                    f"{index}: {file.name} lacks {len(absent)} keys the index puts there, e.g. {absent[:3]}")
+            yield file, shard
+
+    return merge_weight_files(shards())
 
 
 def _read_file(path: Path, shapes_only: bool) -> dict[str, torch.Tensor]:

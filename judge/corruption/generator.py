@@ -25,11 +25,14 @@ counted in the printed statistics.
 """
 from __future__ import annotations
 
+from core.bounded_text import CAPTURE_MAX_CHARS, describe_over_limit, over_limit
 from core.cli_args import non_negative_int, positive_int
-from core.output_files import OutputIsInputError, atomic_write, refuse_input_as_output
+from core.command_parser import CommandParser
+from core.output_files import atomic_write
 
 import argparse
 import json
+import logging
 import zlib
 from collections import Counter
 from dataclasses import asdict
@@ -51,6 +54,8 @@ from judge.corruption.llm_backend import LLMBackend
 from judge.corruption.rule_backend import RuleBackend
 from judge.readers import read_activitynet_captions, read_youcook2_captions
 from judge.targets import SCORES, explain, factual_score, likert_score
+
+log = logging.getLogger(__name__)
 
 
 def _stable_hash(text: str) -> int:
@@ -87,7 +92,14 @@ def generate_corruptions(sources: Sequence[CaptionSource], backend: Any, per_cap
         raise ValueError("generate_corruptions: no source captions (an empty record list): nothing to corrupt")
     stats = stats or GenerationStats()
     kinds = resolve_kinds(corrupt)
-    extractions = backend.prepare([s.caption for s in sources])
+    # one absurd caption must not end the run in the parser (spaCy's E088): it is left out by name
+    too_long = over_limit({s.key: s.caption for s in sources}, CAPTURE_MAX_CHARS)
+    if too_long:
+        log.warning("corruptions: %s", describe_over_limit(too_long, CAPTURE_MAX_CHARS, "caption(s)"))
+        for key, length in too_long.items():
+            stats.failures[f"caption over {CAPTURE_MAX_CHARS} characters ({length}): {key}"] += 1
+        sources = [s for s in sources if s.key not in too_long]
+    extractions = backend.prepare([s.caption for s in sources]) if sources else []
     rows = []
     for source, extraction in zip(sources, extractions):
         stats.captions += 1
@@ -227,18 +239,20 @@ def build_judge_split(sources: Sequence[CaptionSource], out: str | Path, backend
 
 
 def main(argv: list[str] | None = None) -> GenerationStats:
-    parser = argparse.ArgumentParser(prog="python -m judge corrupt", description=__doc__.split("\n\n")[0],
+    parser = CommandParser(prog="python -m judge corrupt", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--records", help="GroundedRecord annotations (project JSON, pickle or folder)")
-    src.add_argument("--activitynet", help="ActivityNet Captions JSON ({video_id: {duration, timestamps, sentences}})")
-    src.add_argument("--youcook2", help="YouCook2 annotations (youcookii_annotations_trainval.json); see --subset")
+    src.add_argument("--records", role="input", help="GroundedRecord annotations (project JSON, pickle or folder)")
+    src.add_argument("--activitynet", role="input",
+                     help="ActivityNet Captions JSON ({video_id: {duration, timestamps, sentences}})")
+    src.add_argument("--youcook2", role="input",
+                     help="YouCook2 annotations (youcookii_annotations_trainval.json); see --subset")
     parser.add_argument("--subset", default="validation", help="YouCook2 subset: training or validation")
     parser.add_argument("--corrupt", choices=tuple(CORRUPT_CHOICES), default="both",
                         help="kinds of element to change (VC-Inspector Table 6 ablation: objects, actions, both)")
     parser.add_argument("--video-template", default="{video_id}.mp4",
                         help="ActivityNet / YouCook2 video file name relative to the video root")
-    parser.add_argument("--out", required=True, help="output JSONL")
+    parser.add_argument("--out", role="output", required=True, help="output JSONL")
     parser.add_argument("--backend", choices=("rule", "llm"), default="rule")
     parser.add_argument("--llm-path", help="local causal LM folder for --backend llm")
     parser.add_argument("--in-domain", choices=IN_DOMAIN_MODES, default="prefer",
@@ -258,10 +272,6 @@ def main(argv: list[str] | None = None) -> GenerationStats:
     parser.add_argument("--per-score", type=positive_int, default=None, help="cap on rows per score after balancing")
     parser.add_argument("--limit", type=non_negative_int, default=None, help="use only the first N captions")
     args = parser.parse_args(argv)
-    try:
-        refuse_input_as_output(args.out, {"--records": args.records, "--activitynet": args.activitynet})
-    except OutputIsInputError as err:
-        parser.error(str(err))
     if args.records:
         sources = sources_from_records(read_records(args.records))
     elif args.youcook2:

@@ -35,13 +35,17 @@ references or an evaluation run twice parse nothing again.
 """
 from __future__ import annotations
 
+from core.bounded_text import CAPTURE_MAX_CHARS, describe_over_limit, over_limit
+
 import ast
 import functools
 import importlib.util
+import logging
+import math
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -64,6 +68,8 @@ from metrics.capture.scene_graph import (
     lemmatise_noun_phrase,
     lemmatise_scene_graph,
 )
+
+log = logging.getLogger(__name__)
 
 ELEMENT_TYPES = ("object", "attribute", "relation")
 DEFAULT_WEIGHTS = (5.0, 5.0, 2.0)
@@ -390,10 +396,28 @@ class CaptureScorer:
             results.append(out)
         return results
 
-    def score_per_sample(self, candidates: Sequence[str], references: Sequence[Sequence[str]]
-                         ) -> list[dict[str, float]]:
-        """Per sample: CAPTURE and per-type P/R/F1, each the mean over the sample's references."""
+    def score_per_sample(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
+                         keys: Sequence[Any] | None = None) -> list[dict[str, float]]:
+        """Per sample: CAPTURE and per-type P/R/F1, each the mean over the sample's references.
+
+        A sample with a caption (candidate or reference) over ``core.bounded_text.CAPTURE_MAX_CHARS``
+        is left out: NaN in every field, and named (by ``keys``, else by index) in a warning.
+        """
         _validate(candidates, references)
+        names = list(range(len(candidates))) if keys is None else list(keys)
+        over = over_limit({i: [c, *refs] for i, (c, refs) in enumerate(zip(candidates, references))},
+                          CAPTURE_MAX_CHARS)
+        if over:
+            log.warning("CAPTURE: %s", describe_over_limit({names[i]: n for i, n in over.items()}, CAPTURE_MAX_CHARS,
+                                                           "sample(s) with a caption"))
+        kept = [i for i in range(len(candidates)) if i not in over]
+        rows = self._score_kept([candidates[i] for i in kept], [references[i] for i in kept]) if kept else []
+        out = [dict.fromkeys(SCORE_KEYS, float("nan")) for _ in candidates]
+        for i, row in zip(kept, rows):
+            out[i] = row
+        return out
+
+    def _score_kept(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> list[dict[str, float]]:
         captions = list(dict.fromkeys([*candidates, *(r for refs in references for r in refs)]))
         graphs = dict(zip(captions, self.scene_graphs(captions)))
         scores = self.score_pairs([graphs[c] for c, refs in zip(candidates, references) for _ in refs],
@@ -404,9 +428,14 @@ class CaptureScorer:
             per_sample.append({key: sum(s[key] for s in mine) / len(mine) for key in SCORE_KEYS})
         return per_sample
 
-    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
-        """Means over samples of :meth:`score_per_sample` (flat dict of floats)."""
-        per_sample = self.score_per_sample(candidates, references)
+    def score(self, candidates: Sequence[str], references: Sequence[Sequence[str]],
+              keys: Sequence[Any] | None = None) -> dict[str, float]:
+        """Means over samples of :meth:`score_per_sample` (flat dict of floats); samples left out
+        for a caption over the bound do not count (NaN when every sample is left out)."""
+        per_sample = [s for s in self.score_per_sample(candidates, references, keys)
+                      if not math.isnan(s["CAPTURE"])]
+        if not per_sample:
+            return dict.fromkeys(SCORE_KEYS, float("nan"))
         return {key: sum(s[key] for s in per_sample) / len(per_sample) for key in SCORE_KEYS}
 
 

@@ -35,7 +35,7 @@ def test_noise_free_oracle_output_equals_the_truth_and_trains(synthetic, tmp_pat
     report = main(["run", *sum((["--config", c] for c in ORACLE), []), "--videos", str(synthetic["videos"]),
                    "--truth", str(synthetic["truth"]), "--out", str(out), "--batch-size", "2", "--no-progress"])
     assert report["clips"] == {"planned": 4, "already_done": 0, "seen": 4, "accepted": 4, "rejected": 0,
-                               "skipped_corrupt": 0}
+                               "skipped_corrupt": 0, "bad_spans": 0}
     assert json.loads((out / "report.json").read_text())["clips"]["accepted"] == 4
     assert set(report["stages"]) >= {"decode", "stage1", "stage2", "stage3", "stages_2_3"}
     truth = {r.key: r for r in read_records(synthetic["truth"])}

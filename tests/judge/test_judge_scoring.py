@@ -20,6 +20,10 @@ def _answer(caption):  # a readable score for most captions, prose for the one a
     return "it looks fine" if "wall" in caption else f"{1 + len(caption) % 5}\n\nexplained"
 
 
+def _readable(caption):  # a readable score for every caption: rows that succeed, to be resumed
+    return f"{1 + len(caption) % 5}\n\nexplained"
+
+
 def test_pair_files_jsonl_and_csv_with_errors_naming_file_and_line(tmp_path):
     (tmp_path / "p.jsonl").write_text('{"video": "a.mp4", "caption": "x"}\n\n{"key": "k", "video": "b.mp4", '
                                       '"caption": "y", "start_s": 1, "end_s": 2.5}\n')
@@ -48,7 +52,8 @@ def test_missing_video_and_unreadable_answer_become_error_rows(tiny_synthetic_ro
                                num_frames=4, batch_size=2, progress=False)
     assert [r["key"] for r in out] == [r["key"] for r in rows]
     written = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert written == out and all(set(r) == {"key", "video", "caption", "score", "explanation", "parsed", "error"}
+    assert written == out and all(set(r) == {"key", "video", "caption", "score", "explanation", "parsed", "error",
+                                             "scored_with"}
                                   for r in written)
     for row, source in zip(out, rows):
         if source["key"] == "missing":
@@ -66,10 +71,10 @@ def test_missing_video_and_unreadable_answer_become_error_rows(tiny_synthetic_ro
 def test_a_rerun_resumes_after_the_last_complete_row(tiny_synthetic_root, tmp_path):
     rows = _rows(tiny_synthetic_root)
     settings = dict(video_root=str(tiny_synthetic_root / "videos"), num_frames=4, batch_size=1, progress=False)
-    full, _ = score_pairs(ScriptedJudge(_answer), rows, tmp_path / "full.jsonl", **settings)
+    full, _ = score_pairs(ScriptedJudge(_readable), rows, tmp_path / "full.jsonl", **settings)
     lines = (tmp_path / "full.jsonl").read_text().splitlines()
     (tmp_path / "cut.jsonl").write_text("\n".join(lines[:1]) + "\n" + lines[1][:20])  # interrupted mid-line
-    judge = ScriptedJudge(_answer)
+    judge = ScriptedJudge(_readable)
     resumed, summary = score_pairs(judge, rows, tmp_path / "cut.jsonl", **settings)
     assert summary["resumed"] == 1 and sum(len(c) for c in judge.calls) == len(rows) - 2  # minus the missing video
     assert resumed == full
@@ -106,7 +111,8 @@ def test_score_command_takes_a_config_with_overrides(tiny_synthetic_root, tmp_pa
 
 
 def _settings(root, **extra):
-    return {"video_root": str(root / "videos"), "num_frames": 4, "batch_size": 2, "progress": False, **extra}
+    return {"video_root": str(root / "videos"), "num_frames": 4, "batch_size": 2, "progress": False,
+            "judge_id": "the scripted judge", **extra}
 
 
 def test_a_kill_at_start_never_truncates_the_output(tiny_synthetic_root, tmp_path, monkeypatch):
@@ -143,16 +149,16 @@ def test_resume_goes_by_pair_content_and_retries_failures(tiny_synthetic_root, t
 
     rows = _rows(tiny_synthetic_root)[:2]
     out = tmp_path / "out.jsonl"
-    first, _ = score_pairs(ScriptedJudge(_answer), rows, out, **_settings(tiny_synthetic_root))
+    first, _ = score_pairs(ScriptedJudge(_readable), rows, out, **_settings(tiny_synthetic_root))
     # another pairs file with the same keys (line numbers) but other captions: nothing is taken as done
     other = [{**r, "caption": r["caption"] + " again"} for r in rows]
-    judge = ScriptedJudge(_answer)
+    judge = ScriptedJudge(_readable)
     scored, summary = score_pairs(judge, other, out, **_settings(tiny_synthetic_root))
     assert summary["resumed"] == 0 and sorted(sum(judge.calls, [])) == sorted(r["caption"] for r in other)
     assert [r["caption"] for r in scored] == [r["caption"] for r in other]
     # the same pair under a new key is resumed, and its row is copied under that key
     renamed = [{**rows[0], "key": "renamed"}]
-    judge = ScriptedJudge(_answer)
+    judge = ScriptedJudge(_readable)
     scored, summary = score_pairs(judge, renamed, out, **_settings(tiny_synthetic_root))
     assert summary["resumed"] == 1 and judge.calls == [] and scored == [{**first[0], "key": "renamed"}]
     assert read_scored(out)[-1] == scored[0]
@@ -164,7 +170,7 @@ def test_resume_goes_by_pair_content_and_retries_failures(tiny_synthetic_root, t
                 return [JudgeAnswer(None, "", "endpoint: URLError: connection refused") for _ in captions]
             return super().score(frames, captions, max_new_tokens, sampled_fps)
 
-    judge = DownThenUp(_answer)
+    judge = DownThenUp(_readable)
     retry = tmp_path / "retry.jsonl"
     failed, summary = score_pairs(judge, rows, retry, **_settings(tiny_synthetic_root, batch_size=4))
     assert summary["endpoint_errors"] == 2 and summary["scored"] == 0

@@ -132,7 +132,9 @@ def test_threshold_sweep_equals_the_evaluator_at_each_threshold(seed, score_sour
         assert row["threshold"] == t
         assert set(row) - {"threshold"} == set(expected)
         for name, value in expected.items():
-            assert (math.isnan(value) and math.isnan(row[name])) or row[name] == value, (t, name)
+            # the evaluator reduces clips in batches (clips without predictions last): equal up to rounding
+            assert (math.isnan(value) and math.isnan(row[name])) or row[name] == pytest.approx(value, rel=1e-12), \
+                (t, name)
     boxes = [r["num_pred_boxes"] for r in rows]
     assert boxes == sorted(boxes, reverse=True)
 

@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pred", required=True, help="predictions JSON (the format predict writes)")
     parser.add_argument("--protocol", default="project", choices=PROTOCOLS,
                         help="'project' (default) or 'official' (the GROVE release's eval_iground.py)")
-    parser.add_argument("--level", default="both", choices=sorted(LEVEL_CHOICES))
+    parser.add_argument("--level", default="both", choices=sorted(LEVEL_CHOICES),
+                        help="video, frame, both, or center: only each clip's centre annotated frame (the GROVE "
+                             "paper's Table 2 'Center' set-up; docs/metrics.md)")
     parser.add_argument("--score-source", default="constant", choices=("constant", "objectness"))
     parser.add_argument("--text-encoder", default=None,
                         help="'minilm' (project default), 'exact' or a local HF encoder folder; the official "

@@ -15,8 +15,7 @@ import torch
 
 from models.configs import LanguageModelConfig
 from models.language_model import load_tokenizer, load_tokenizer_folder, query_mask
-from models.official_tokenization import ENV_VAR, OfficialRules, random_caption
-from models.official_tokenization import llama_tokenizer_root as _find_llama
+from models.official_tokenization import OfficialRules, random_caption
 from models.prompting import (
     OFFICIAL_QUESTIONS,
     GroundedCaptionPrompter,
@@ -24,17 +23,7 @@ from models.prompting import (
     official_answer_text,
     official_target_text,
 )
-
-
-def llama_tokenizer_root():
-    """The real LLaMA vocabulary's folder; the test is skipped, saying where it looked, without it."""
-    pytest.importorskip("sentencepiece", reason="sentencepiece is needed to read tokenizer.model")
-    root, found = _find_llama()
-    if not found:
-        pytest.skip(f"the real LLaMA vocabulary is not here: set {ENV_VAR} to a folder with glamm/tokenizer.model "
-                    f"and llama_json/tokenizer.json (looked in {root})")
-    return root
-
+from tests.fixtures.llama_vocabulary import llama_tokenizer_root
 
 FOLDERS = ("glamm", "llama_json_legacy_true", "llama_json_legacy_false", "tokenizer_model_only")
 NUM_CAPTIONS = 300

@@ -11,7 +11,6 @@ of per-key pickles); predictions in the JSON format predict writes. Two protocol
 Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_validation`) unless
 ``--invalid skip`` drops and counts them; a corrupt file in a GT folder is skipped and counted
 (``--on-corrupt raise`` stops instead). Prints a table and optionally writes the report as JSON.
-The evaluation itself is :mod:`metrics.evaluation`.
 """
 from __future__ import annotations
 
@@ -28,6 +27,8 @@ from formats.records import ON_CORRUPT, RecordError
 from metrics.evaluation import LEVEL_CHOICES, PROTOCOLS, evaluate_files, format_table
 from metrics.prediction_validation import INVALID_POLICIES
 from metrics.streaming_evaluation import OFF_GRID_POLICIES
+
+# The evaluation itself is metrics.evaluation; this module is the command only.
 
 
 def build_parser() -> argparse.ArgumentParser:

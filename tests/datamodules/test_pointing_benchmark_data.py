@@ -116,8 +116,9 @@ def test_answer_is_forced_as_written_after_the_pointing_question():
 def test_pointing_input_ids_equal_the_released_ones_on_the_real_vocabulary():
     """The released tokenize_prompt: LLaVA-v1 conversation with the pointing question and the answer."""
     from models.language_model import load_tokenizer_folder
+    from models.official_tokenization import OfficialRules
     from models.prompting import GroundedCaptionPrompter, add_grove_tokens
-    from tests.models.official_llama_rules import OfficialRules, llama_tokenizer_root
+    from tests.fixtures.llama_vocabulary import llama_tokenizer_root
 
     folder = llama_tokenizer_root() / "glamm"
     rules = OfficialRules(folder / "tokenizer.model")

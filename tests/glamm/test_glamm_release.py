@@ -12,8 +12,8 @@ import yaml
 
 from glamm.model import GCG_QUESTION, GLaMM, llm_config_from_folder
 from models.configs import LanguageModelConfig
+from tests.fixtures.llama_vocabulary import llama_tokenizer_root
 from tests.fixtures.official_glamm_state import save_glamm_folder
-from tests.models.official_llama_rules import llama_tokenizer_root
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "configs" / "official" / "glamm_tiny.yaml"

@@ -18,6 +18,8 @@ through ``callbacks.init_from_checkpoint.InitFromCheckpoint``, which reads tenso
 from __future__ import annotations
 
 from core.dict_merge import merge_dicts
+from core.init_time_paths import drop_init_time_paths, exported_module, is_init_time_key, strict_init_callback
+from core.pretrained_folder import is_pretrained_folder, load_into, load_weights
 
 import json
 import pickle
@@ -237,7 +239,12 @@ class GroveCLI(LightningCLI):
             return
         if not Path(ckpt_path).exists():
             raise FileNotFoundError(f"--ckpt_path {ckpt_path}: no such file")
-        hparams = read_checkpoint_hparams(ckpt_path)
+        if is_pretrained_folder(ckpt_path):  # an exported folder: its config.json describes the module
+            exported_class, hparams, prefix = exported_module(ckpt_path)
+            hparams["_class_path"] = exported_class
+            self._exported_folder = (Path(ckpt_path), prefix)
+        else:
+            hparams = read_checkpoint_hparams(ckpt_path)
         hparams.pop("_instantiator", None)
         saved_class = hparams.pop("_class_path", None)
         saved_class = MOVED_CLASS_PATHS.get(saved_class, saved_class)
@@ -250,13 +257,33 @@ class GroveCLI(LightningCLI):
                 f"--ckpt_path {ckpt_path} is a checkpoint of {saved_class}, but the config's model is "
                 f"{given_class}: give the config the checkpoint was trained with, or a checkpoint of {given_class}")
         given_args = _as_dict(given.get("init_args"))
-        changed = _differences(hparams, given_args, "model.init_args.")
+        # the files the model is initialised from are not read with a checkpoint (core.init_time_paths)
+        changed = [line for line in _differences(hparams, given_args, "model.init_args.")
+                   if not is_init_time_key(line.split(":", 1)[0])]
         if changed:
             rank_zero_warn(f"--ckpt_path {ckpt_path}: the config sets these model settings differently from the "
                            "checkpoint; the config's values are used:\n  " + "\n  ".join(changed))
         model = {"class_path": given_class or saved_class or self.config[subcommand].model.class_path,
                  "init_args": merge_dicts(hparams, given_args)}
         self.config = self.parser.parse_object({subcommand: {"model": model}}, self.config)
+
+    _exported_folder: tuple[Path, str] | None = None
+    # None: decided from the subcommand and the config (see _weights_from_checkpoint)
+    weights_follow: bool | None = None
+
+    def _weights_from_checkpoint(self, config) -> bool:
+        """Whether every weight comes from a checkpoint (``--ckpt_path``, or fitting from a strict
+        ``InitFromCheckpoint``), so that the files the model is initialised from are not needed."""
+        if self.weights_follow is not None:
+            return self.weights_follow
+        return bool(config.get("ckpt_path")) or (self.config.get("subcommand") == "fit" and strict_init_callback(config))
+
+    def instantiate_classes(self) -> None:
+        super().instantiate_classes()
+        if self._exported_folder is not None:  # its weights load here; Lightning reads .ckpt files only
+            folder, prefix = self._exported_folder
+            load_into(self.model.get_submodule(prefix.rstrip(".")), load_weights(folder), str(folder))
+            self.config_init[self.config.subcommand]["ckpt_path"] = None
 
     def add_arguments_to_parser(self, parser) -> None:
         # The data pipeline tokenises with the model's own prompter (one tokenizer, one source).
@@ -269,6 +296,8 @@ class GroveCLI(LightningCLI):
         if warning:
             rank_zero_warn(warning)
         clear_null_paths(config)
+        if self._weights_from_checkpoint(config):
+            drop_init_time_paths(config)
         problems = missing_paths(config, self.config.get("subcommand"))
         if problems:
             raise FileNotFoundError("these configured paths do not exist:\n  " + "\n  ".join(problems)

@@ -77,8 +77,8 @@ def strict_init_callback(config) -> bool:
 def _resolve_relative(value, folder: Path):
     """Paths in an exported module's init arguments are relative to the folder ("." is the folder)."""
     if isinstance(value, dict):
-        return {k: (str((folder / v).resolve()) if _is_path_key(k) and isinstance(v, str) else _resolve_relative(v, folder))
-                for k, v in value.items()}
+        return {k: (str((folder / v).resolve()) if _is_path_key(k) and isinstance(v, str)
+                    else _resolve_relative(v, folder)) for k, v in value.items()}
     return value
 
 

@@ -276,7 +276,8 @@ class GroveCLI(LightningCLI):
         ``InitFromCheckpoint``), so that the files the model is initialised from are not needed."""
         if self.weights_follow is not None:
             return self.weights_follow
-        return bool(config.get("ckpt_path")) or (self.config.get("subcommand") == "fit" and strict_init_callback(config))
+        fitting = self.config.get("subcommand") == "fit"
+        return bool(config.get("ckpt_path")) or (fitting and strict_init_callback(config))
 
     def instantiate_classes(self) -> None:
         super().instantiate_classes()

@@ -125,7 +125,8 @@ class GroveProcessor:
         if not batch["keys"]:
             raise ValueError(f"{video_path}: could not be read ({batch.get('skipped')})")
         inference = self.inference
-        threshold = inference["objectness_threshold"] if temp_objectness_threshold is None else temp_objectness_threshold
+        threshold = (inference["objectness_threshold"] if temp_objectness_threshold is None
+                     else temp_objectness_threshold)
         window = batch["caption_positions"].shape[1]
         tensors = {k: batch[k].to(device) for k in ("global_frames", "grounding_frames", "frame_mask",
                                                    "caption_positions")}

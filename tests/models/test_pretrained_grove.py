@@ -3,6 +3,8 @@ cache give back the same model to the last bit; damaged folders are refused, nam
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.pretrained_folder import INDEX_FILE, PretrainedFolderError
+from core.weights import WeightFileError
 
 import json
 import shutil
@@ -10,8 +12,6 @@ import shutil
 import pytest
 import torch
 
-from core.pretrained_folder import INDEX_FILE, PretrainedFolderError
-from core.weights import WeightFileError
 from models.configs import tiny_configs
 from models.grove import Grove
 

@@ -81,7 +81,8 @@ def model_card(config: dict) -> str:
     metrics = card.get("test_metrics") or {}
     if metrics:
         lines += ["| metric | value |", "|---|---|"]
-        lines += [f"| {k} | {v:.4f} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in sorted(metrics.items())]
+        lines += [f"| {k} | {v:.4f} |" if isinstance(v, float) else f"| {k} | {v} |"
+                  for k, v in sorted(metrics.items())]
         if card.get("metrics_source"):
             lines += ["", f"From {card['metrics_source']}."]
     else:

@@ -21,8 +21,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     parser = argparse.ArgumentParser(prog="python -m webdemo", description=__doc__.splitlines()[0])
     parser.add_argument("--config", action="append", required=True,
                         help="the config the checkpoint was trained with (repeat to stack configs)")
-    parser.add_argument("--ckpt_path", required=True, help="a GROVE checkpoint (cli.py fit, or a converted release) or an exported "
-                        "folder")
+    parser.add_argument("--ckpt_path", required=True,
+                        help="a GROVE checkpoint (cli.py fit, or a converted release) or an exported folder")
     parser.add_argument("--judge", default=None,
                         help="VC-Inspector judge to rate each clip's caption: a judge .ckpt, a released Hugging Face "
                              "folder, a LoRA adapter folder, or a judge config (with --judge_ckpt)")

@@ -68,6 +68,15 @@ def _nbytes(tensor: torch.Tensor) -> int:
     return tensor.numel() * tensor.element_size()
 
 
+def _readable(path: Path) -> None:
+    """The permissions of a newly created file (safetensors writes its files owner-only)."""
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    path.chmod(0o666 & ~umask)
+
+
 def save_weights(state: dict[str, torch.Tensor], folder: str | Path,
                  max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES) -> list[str]:
     """Write ``state`` as model.safetensors, or as shards in key order with an index when the whole is
@@ -82,6 +91,7 @@ def save_weights(state: dict[str, torch.Tensor], folder: str | Path,
     total = sum(_nbytes(v) for v in state.values())
     if total <= max_shard_bytes:
         save_file(state, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
+        _readable(folder / WEIGHTS_FILE)
         return [WEIGHTS_FILE]
     shards: list[dict[str, torch.Tensor]] = [{}]
     size = 0
@@ -95,6 +105,7 @@ def save_weights(state: dict[str, torch.Tensor], folder: str | Path,
     weight_map = {}
     for name, shard in zip(names, shards):
         save_file(shard, str(folder / name), metadata={"format": "pt"})
+        _readable(folder / name)
         weight_map.update({key: name for key in shard})
     write_json(folder / INDEX_FILE, {"metadata": {"total_size": total}, "weight_map": weight_map})
     return names

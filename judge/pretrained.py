@@ -24,8 +24,15 @@ def build_base_from_folder(folder: str | Path, dtype):
 
     folder = Path(folder)
     config = read_config(folder, MODEL_TYPE)
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    video_processor = AutoVideoProcessor.from_pretrained(str(folder))
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the auto loaders read config.json and warn about model_type 'vc_inspector'
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        video_processor = AutoVideoProcessor.from_pretrained(str(folder))
+    finally:
+        hf_logging.set_verbosity(verbosity)
     qwen = Qwen2_5_VLConfig.from_dict(config["qwen_config"])
     base = Qwen2_5_VLForConditionalGeneration._from_config(qwen, dtype=dtype)
     return tokenizer, video_processor, base

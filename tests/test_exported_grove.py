@@ -17,6 +17,8 @@ from tests.fixtures.tiny_cli import tiny_cli_args
 from tests.webdemo.fixed_caption_server import FIXED_PLAIN, fixed_generate_captions
 
 WHOLE_VIDEO = "--data.init_args.video_clip_seconds=null"
+# end to end: two tiny fits, then cli.py predict/test runs (minutes on 2 shared cores)
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -108,6 +108,7 @@ def test_export_then_from_pretrained_gives_the_same_judge_to_the_last_bit(traine
     assert _answers(judge) == _answers(from_ckpt)
 
 
+@pytest.mark.slow
 def test_python_m_judge_and_the_agreement_scorer_take_the_folder(trained, exported, tmp_path):
     from agreement.scorers.judge import load_judge_scorer
     from judge.commands import main

@@ -44,7 +44,8 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("judge")
     group.add_argument("--config", action="append", default=None, help="judge config (repeatable, as cli.py)")
     group.add_argument("--ckpt_path", default=None, help="Lightning checkpoint of that config, or an exported folder")
-    group.add_argument("--judge", default=None, help="released weights: HF folder, LoRA adapter folder, exported folder or .ckpt")
+    group.add_argument("--judge", default=None,
+                       help="released weights: HF folder, LoRA adapter folder, exported folder or .ckpt")
     group.add_argument("--base_model", default=None, help="local Qwen2.5-VL folder under a LoRA adapter")
     group.add_argument("--endpoint", default=None, help="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
     group.add_argument("--endpoint_model", default=None, help="the served model's name")

@@ -141,3 +141,33 @@ def test_a_folder_of_another_model_type_is_refused(model, tmp_path):
     (tmp_path / "other" / "config.json").write_text(json.dumps(config))
     with pytest.raises(PretrainedFolderError, match="model_type is 'qwen2_5_vl'"):
         Grove.from_pretrained(tmp_path / "other")
+
+
+@pytest.mark.slow
+def test_the_api_s_instruction_threshold_and_embeddings_arguments(model, tiny_synthetic_root, monkeypatch):
+    from tests.webdemo.fixed_caption_server import FIXED_CAPTION
+    from tools.grove_processor import GroveProcessor
+
+    asked = []
+
+    def fixed(self, global_frames, max_new_tokens=64, video_embeds=None):
+        asked.append(self.prompter.questions[0])
+        return [FIXED_CAPTION] * len(global_frames)
+
+    monkeypatch.setattr(Grove, "generate_captions", fixed)
+    processor = GroveProcessor({"num_frames": 4, "global_image_size": 64, "grounding_image_size": 128})
+    video = str(sorted((tiny_synthetic_root / "videos").glob("synthtest*.mp4"))[0])
+    everything = processor.generate(model, video, None, "cpu", instruction="Where is the red shape?",
+                                    temp_objectness_threshold=0.0, start_frame=10, end_frame=39)
+    assert asked == ["Where is the red shape?"] and model.prompter.questions[0] != asked[0]
+    assert everything["frame_indices"] == list(range(10, 40, 5))  # 25 fps: every 5th frame, end inclusive
+    assert all(len(b) == len(labels) == 2 for b, labels in zip(everything["bboxes"], everything["labels_per_frame"]))
+    nothing = processor.generate(model, video, None, "cpu", temp_objectness_threshold=1.01)
+    assert all(len(b) == len(labels) == 0 for b, labels in zip(nothing["bboxes"], nothing["labels_per_frame"]))
+    half = processor.generate(model, video, None, "cpu", temp_objectness_threshold=0.5)
+    for boxes, labels, probs in zip(half["bboxes"], half["labels_per_frame"], half["probs_temp_objectness"]):
+        assert labels == [p for p, s in zip(half["phrases"], probs.tolist()) if s >= 0.5] and len(boxes) == len(labels)
+    table = model.language_model.get_input_embeddings().weight
+    assert processor.generate(model, video, table.detach(), "cpu")["text"] == half["text"]
+    with pytest.raises(ValueError, match="token_embeddings"):
+        processor.generate(model, video, table[:10], "cpu")

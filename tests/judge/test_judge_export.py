@@ -141,3 +141,24 @@ def test_a_damaged_judge_folder_is_refused_by_name(trained, exported, tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(PretrainedFolderError, match="do not fit"):
         VCInspectorJudge.from_pretrained(folder)
+
+
+def test_a_judge_on_a_qwen_folder_reads_only_its_config_and_tokenizer_with_a_checkpoint(tmp_path):
+    from judge.loading import load_judge
+    from judge.module import JudgeModule
+    from tests.judge.judge_fixtures import save_tiny_qwen_folder
+
+    save_tiny_qwen_folder(tmp_path / "qwen")
+    module = JudgeModule(model_path=str(tmp_path / "qwen"), max_pixels=3136, min_pixels=784)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.01)
+    ckpt = tmp_path / "judge.ckpt"
+    torch.save({"state_dict": module.state_dict(), "epoch": 0,
+                "hyper_parameters": {**dict(module.hparams), "_class_path": "judge.module.JudgeModule"}}, ckpt)
+    for weights in (tmp_path / "qwen").glob("*.safetensors"):
+        weights.unlink()  # a machine with the base folder's small files only
+    loaded = load_judge(str(ckpt))
+    assert _same_weights(loaded.judge, module.judge.state_dict())
+    with pytest.raises(OSError):  # without a checkpoint the base weights are needed
+        JudgeModule(model_path=str(tmp_path / "qwen"))

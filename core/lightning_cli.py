@@ -11,6 +11,9 @@ config leaves at the class defaults, and everything the config files or the comm
 wins (the keys that differ from the checkpoint are listed in a warning). A checkpoint of another
 LightningModule class is an error naming both classes; a checkpoint or config naming a class by
 a path it has moved from is mapped to (checkpoint) or named with (config) its current path.
+``--ckpt_path`` may also be an exported model folder (``scripts/export_model.py``): its config.json
+rebuilds the module and its safetensors weights are loaded here. Whenever a checkpoint provides the
+weights, the files the model is initialised from are neither required nor read (:mod:`core.init_time_paths`).
 Resuming restores a full training state with Lightning's own loader, which unpickles objects
 beyond tensors: resume only from checkpoints you wrote (pre-trained weights from elsewhere go
 through ``callbacks.init_from_checkpoint.InitFromCheckpoint``, which reads tensors only).

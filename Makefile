@@ -27,6 +27,7 @@ test-fast: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(PY) .ci/import_cycles.py
 
 bench: setup
 	for f in bench/bench_*.py; do $(PY) $$f || exit 1; done

@@ -12,7 +12,7 @@ from PIL import Image
 
 from agreement.benchmarks.items import Visual
 from datamodules.sampling import centre_frames
-from datamodules.video import open_video
+from formats.video import open_video
 
 
 class FrameLoader:

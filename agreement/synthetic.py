@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from datamodules.records import read_records
 from datamodules.synthetic import generate_synthetic_dataset
+from formats.records import read_records
 from judge.corruption.data_types import sources_from_records
 from judge.corruption.generator import generate_corruptions, write_jsonl
 from judge.corruption.rule_backend import RuleBackend

@@ -35,7 +35,7 @@ def _run(args) -> dict:
 
 def _score(args) -> dict:
     from annotation.scoring import score_output
-    from metrics.evaluate import format_table
+    from metrics.evaluation import format_table
 
     refuse_input_as_output(args.out, {"--pred": args.pred, "--truth": args.truth})
     report = score_output(args.pred, args.truth, args.clips, args.text_encoder,
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     from annotation.config import ConfigError
-    from datamodules.records import RecordError
+    from formats.records import RecordError
 
     try:
         return _run(args) if args.command == "run" else _score(args)

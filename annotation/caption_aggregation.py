@@ -22,7 +22,7 @@ from annotation.frame_annotations import ClipFrameAnnotations
 from annotation.outcomes import Rejection
 from annotation.prompts import parse_caption_answer, stage2_messages
 from annotation.svo import SVOParser, SVOTriplet, strip_article
-from datamodules.records import tagged_phrases
+from formats.records import tagged_phrases
 
 SCENE_WORDS = {"image", "picture", "photo", "photograph", "frame", "scene", "view", "shot", "screen", "video",
                "background", "foreground", "camera", "there"}

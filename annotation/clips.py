@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
 
-from datamodules.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES, VideoDecodeError, open_video
+from formats.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES, VideoDecodeError, open_video
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def read_timestamps(path: str | Path) -> dict[str, list[tuple[float, float]]]:
     if not path.is_file():
         raise FileNotFoundError(f"clips.timestamps: {path} does not exist")
     if path.suffix.lower() in (".pkl", ".pickle"):
-        from datamodules.safe_pickle import safe_load
+        from formats.safe_pickle import safe_load
 
         data = safe_load(path)
     else:

@@ -1,6 +1,6 @@
 """Decode the frames Stage 1 looks at: every ``every``-th frame of a clip's 5-fps annotation grid.
 
-Decoding goes through :func:`datamodules.video.open_video` (seeks to the GOPs holding the wanted
+Decoding goes through :func:`formats.video.open_video` (seeks to the GOPs holding the wanted
 frames). A missing, unreadable or truncated video raises :class:`ClipUnreadable` naming the file,
 which the engines turn into a skipped (and counted) clip.
 """
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from annotation.clips import ClipSpec
-from datamodules.records import annotation_grid
-from datamodules.video import VideoDecodeError, open_video
+from formats.frame_grids import annotation_grid
+from formats.video import VideoDecodeError, open_video
 
 
 class ClipUnreadable(RuntimeError):

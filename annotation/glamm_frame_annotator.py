@@ -1,7 +1,7 @@
 """Stage 1 from GLaMM, as HowToGround1M was made (GROVE paper, section 3): a grounded still-image
 captioner on each sampled frame, its masks turned into boxes.
 
-GLaMM (:class:`models.glamm.GLaMM`) writes each frame's caption with ``<p> phrase </p> [SEG]`` and
+GLaMM (:class:`glamm.model.GLaMM`) writes each frame's caption with ``<p> phrase </p> [SEG]`` and
 decodes one mask per phrase; the phrase's box is the mask's tight box (logits > 0, foreground
 pixels' extent). An empty mask gives no box, so that phrase is left out of the frame's
 (phrase, box) pairs while the caption keeps it. Boxes are continuous pixel ``xyxy`` (the mask's last
@@ -31,7 +31,7 @@ class GLaMMFrameAnnotator:
 
     def __init__(self, path: str, clip_path: str | None = None, tokenizer_path: str | None = None,
                  config: str | None = None, max_new_tokens: int = 512, batch_size: int = 8, device: str = "auto"):
-        from models.glamm import REAL_CONFIG, GLaMM
+        from glamm.model import GLAMM_CONFIG, GLaMM
 
         for key, value in (("path", path), ("clip_path", clip_path), ("tokenizer_path", tokenizer_path),
                            ("config", config)):
@@ -41,12 +41,12 @@ class GLaMMFrameAnnotator:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         dtype = torch.bfloat16 if str(device).startswith("cuda") else None  # GLaMM's own precision on GPU
         self.model = GLaMM.from_folder(path, clip_dir=clip_path, tokenizer_dir=tokenizer_path,
-                                       config=config or REAL_CONFIG, device=device, dtype=dtype)
+                                       config=config or GLAMM_CONFIG, device=device, dtype=dtype)
         self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
 
     def annotate_frames(self, frames: np.ndarray) -> list[tuple[str, list[str], np.ndarray, np.ndarray]]:
         """``(caption, phrases, boxes (n, 4) pixel xyxy, scores (n,))`` per frame of one size."""
-        from models.glamm import frame_boxes, ground_in_batches
+        from glamm.model import frame_boxes, ground_in_batches
 
         out = []
         for result in ground_in_batches(self.model, frames, self.batch_size, max_new_tokens=self.max_new_tokens):

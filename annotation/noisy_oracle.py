@@ -20,7 +20,7 @@ import numpy as np
 
 from annotation.decoding import DecodedClip
 from annotation.frame_annotations import FrameAnnotation
-from datamodules.records import GroundedRecord, read_records
+from formats.records import GroundedRecord, read_records
 
 PARAPHRASES = {
     "circle": ("disc", "round shape", "ball"),

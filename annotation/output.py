@@ -1,7 +1,7 @@
 """The output folder: records, rejections, and what a re-run may skip.
 
 ``OUT/annotations/{video_id}_{clip_id}.pkl`` holds one record per accepted clip in the
-HowToGround1M per-key layout (written by :func:`datamodules.records.write_records_pickle_folder`
+HowToGround1M per-key layout (written by :func:`formats.records.write_records_pickle_folder`
 into a staging folder, then renamed into place, so an interrupted run never leaves a partial
 record). ``OUT/rejected/{key}.json`` holds each rejected clip's reason. A re-run skips clips
 with either file; rejections caused by an unavailable backend are not stored, so they are redone.
@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 
 from annotation.outcomes import Rejection
-from datamodules.records import GroundedRecord, write_records_pickle_folder
+from formats.records import GroundedRecord, write_records_pickle_folder
 
 
 class OutputFolder:

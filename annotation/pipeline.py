@@ -18,7 +18,7 @@ from annotation.frame_annotations import ClipFrameAnnotations
 from annotation.outcomes import Rejection
 from annotation.phrase_classification import ClassificationTask
 from annotation.tracks import build_record
-from datamodules.records import GroundedRecord
+from formats.records import GroundedRecord
 
 
 def _set_torch_threads(config: dict) -> None:

@@ -12,7 +12,7 @@ import ast
 import re
 from typing import Sequence
 
-from datamodules.records import tagged_phrases
+from formats.records import tagged_phrases
 
 STAGE2_SYSTEM = (
     "Generate a dynamic, video-level description based on frame-level inputs. The inputs include actions "

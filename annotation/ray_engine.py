@@ -22,7 +22,7 @@ import numpy as np
 from annotation.clips import ClipSpec, SkippedClip
 from annotation.frame_annotations import ClipFrameAnnotations
 from annotation.outcomes import Rejection
-from datamodules.records import GroundedRecord
+from formats.records import GroundedRecord
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TIMED = ("decode", "stage1", "stage2", "stage3", "tracks")

@@ -10,7 +10,7 @@ from annotation.clips import SkippedClip, clips_from_records, clips_from_timesta
 from annotation.outcomes import Rejection
 from annotation.output import OutputFolder
 from annotation.report import RunReport
-from datamodules.records import GroundedRecord, read_records
+from formats.records import GroundedRecord, read_records
 
 log = logging.getLogger(__name__)
 

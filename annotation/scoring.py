@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from datamodules.records import read_records, records_by_key
-from metrics.evaluate import evaluate_predictions
+from formats.records import read_records, records_by_key
+from metrics.evaluation import evaluate_predictions
 
 
 def prediction_of(record) -> dict:

@@ -14,7 +14,8 @@ import numpy as np
 from annotation.caption_aggregation import VideoCaption
 from annotation.frame_annotations import ClipFrameAnnotations
 from annotation.outcomes import Rejection
-from datamodules.records import GroundedRecord, RecordError, annotation_grid, strip_tags
+from formats.frame_grids import annotation_grid
+from formats.records import GroundedRecord, RecordError, strip_tags
 
 SAME_CLASS_BOXES = ("best", "union")
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from datamodules.records import annotation_grid
 from datamodules.sampling import centre_frames
 from datamodules.synthetic_scenes import SyntheticConfig, clip_rng, generate_clip
-from datamodules.video import PyAVVideoSource, write_video
+from formats.frame_grids import annotation_grid
+from formats.video import PyAVVideoSource, write_video
 
 FPS, NUM_FRAMES = 25, 200
 

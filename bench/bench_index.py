@@ -122,7 +122,7 @@ def child_open_and_load(index_dir: str, samples: int) -> dict:
 def child_eager(source: str) -> dict:
     import core  # noqa: F401
 
-    from datamodules.records import read_records
+    from formats.records import read_records
 
     before = current_rss_mib()
     start = time.perf_counter()

@@ -1,5 +1,5 @@
 """Memory the evaluator needs to read a predictions file: peak resident memory of
-``metrics.evaluate.load_predictions`` against the file's size, for files of N clips.
+``formats.predictions.load_predictions`` against the file's size, for files of N clips.
 
     PYTHONPATH=. python bench/bench_prediction_memory.py [--clips 2000 8000] [--frames 40] [--boxes 3]
 
@@ -38,7 +38,7 @@ def write_predictions(path: Path, clips: int, frames: int, boxes: int, seed: int
 
 def _measure(path: str) -> None:
     """Child process: print the peak RSS growth (bytes) while reading ``path``."""
-    from metrics.evaluate import load_predictions
+    from formats.predictions import load_predictions
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     predictions = load_predictions(path)

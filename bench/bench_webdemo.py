@@ -28,9 +28,9 @@ RANDOM_TOWERS = ["--model.init_args.global_encoder.checkpoint=null",
 
 def random_checkpoint(config: str, folder: Path, overrides: list[str]) -> Path:
     """The config's model, randomly initialised, saved as a checkpoint holding only its weights."""
-    from core.lightning_cli import cli_main
-
     import torch
+
+    from command_line.grove_cli import cli_main
 
     cli = cli_main(["--config", config, *RANDOM_TOWERS, *overrides], run=False)
     path = folder / "random_init.ckpt"

@@ -8,7 +8,8 @@ centre is nearest. Drawing is done once per grid frame with PIL into an RGBA ove
 alpha-blended onto all the source frames it covers at once; frames are decoded and encoded in
 chunks, so any length fits in memory.
 
-The drawing itself lives in :mod:`core.drawing`, shared with the TensorBoard clips and the web demo.
+The drawing itself lives in :mod:`core.drawing`, shared with the TensorBoard clips and the web demo;
+the encoding is :class:`formats.video.VideoWriter`.
 """
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from core.safe_names import safe_file_name
 
 from collections import defaultdict
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -26,44 +26,7 @@ import lightning as L
 import numpy as np
 
 from callbacks.prediction_writer import PredictionWriter, run_dir
-from datamodules.video import VideoDecodeError, open_video
-
-# ---------------------------------------------------------------- encoding
-
-class StreamingVideoEncoder:
-    """H.264 MP4 written chunk by chunk (frames never all in memory), renamed into place on close."""
-
-    def __init__(self, path: str | Path, fps: float, width: int, height: int, crf: int = 20,
-                 preset: str = "veryfast"):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix}")
-        self.container = av.open(str(self.tmp), "w")
-        rate = Fraction(fps).limit_denominator(1001)
-        self.stream = self.container.add_stream("libx264", rate=rate)
-        self.stream.width, self.stream.height = width, height
-        # yuv420p needs even sizes; odd ones keep their exact size in yuv444p
-        self.stream.pix_fmt = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
-        self.stream.options = {"crf": str(crf), "preset": preset}
-        self.count = 0
-
-    def write(self, frames: np.ndarray) -> None:
-        for array in frames:
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(array), format="rgb24")
-            frame.pts = self.count
-            self.count += 1
-            self.container.mux(self.stream.encode(frame))
-
-    def close(self) -> Path:
-        self.container.mux(self.stream.encode())
-        self.container.close()
-        self.tmp.replace(self.path)
-        return self.path
-
-    def abort(self) -> None:
-        self.container.close()
-        self.tmp.unlink(missing_ok=True)
-
+from formats.video import VideoDecodeError, VideoWriter, open_video
 
 # ---------------------------------------------------------------- one video
 
@@ -106,7 +69,7 @@ def render_annotated_video(source, out_path: str | Path, clips: Sequence[ClipPre
     captions = [(c.prediction or {}).get("caption") or ("(no prediction: clip skipped)" if c.prediction is None else "")
                 for c in clips]
     width, height = source.width, source.height
-    encoder = StreamingVideoEncoder(out_path, fps, width, height, crf=crf)
+    encoder = VideoWriter(out_path, fps, width, height, crf=crf)
     try:
         for start in range(first, last + 1, chunk_frames):
             stop = min(start + chunk_frames, last + 1)

@@ -10,8 +10,8 @@ checkpoint after ``setup``, so the resumed (fine-tuned) weights win. The weights
 from __future__ import annotations
 
 from core.init_time_paths import exported_module
-from core.pretrained_folder import is_pretrained_folder, load_weights
 from core.weights import load_state_dict_file
+from core.weights.pretrained_folder import is_pretrained_folder, load_weights
 
 import logging
 from pathlib import Path

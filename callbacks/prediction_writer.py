@@ -1,11 +1,11 @@
-"""Writes the predictions file into the run folder: one JSON per evaluation, as metrics.evaluate reads it."""
+"""Writes the predictions file (:mod:`formats.predictions`) into the run folder: one JSON per evaluation."""
 from __future__ import annotations
-
-from core.output_files import write_json_atomic
 
 from pathlib import Path
 
 import lightning as L
+
+from formats.predictions import write_predictions
 
 
 def run_dir(trainer: L.Trainer) -> Path:
@@ -13,11 +13,6 @@ def run_dir(trainer: L.Trainer) -> Path:
     if trainer.logger is not None and getattr(trainer.logger, "log_dir", None):
         return Path(trainer.logger.log_dir)
     return Path(trainer.default_root_dir)
-
-
-def write_predictions(predictions: dict, path: Path) -> Path:
-    """The predictions JSON, written to a temporary file and renamed into place."""
-    return write_json_atomic(path, predictions, indent=None)
 
 
 class PredictionWriter(L.Callback):

@@ -20,7 +20,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from PIL import Image, ImageDraw
 
 from datamodules.sampling import centre_frames
-from datamodules.video import open_video
+from formats.video import open_video
 
 SEPARATOR = 2  # pixels between frames and rows
 

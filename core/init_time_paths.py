@@ -14,7 +14,7 @@ for ``cli.py --ckpt_path DIR``.
 """
 from __future__ import annotations
 
-from core.pretrained_folder import read_config
+from core.weights.pretrained_folder import read_config
 
 from pathlib import Path
 

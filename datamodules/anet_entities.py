@@ -39,8 +39,8 @@ import numpy as np
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
 from datamodules.grounded_dataset import GroundedClipDataset
-from datamodules.records import GroundedRecord, RecordError
-from datamodules.video import VideoDecodeError, open_video
+from formats.records import GroundedRecord, RecordError
+from formats.video import VideoDecodeError, open_video
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader
 
 from datamodules.epoch_sampler import EpochDataLoader, EpochIndexSampler
 from datamodules.grounded_dataset import ON_ERROR, GroundedClipDataset, GroundedCollate
-from datamodules.records import read_records
+from formats.records import read_records
 
 
 def require_path(value: str | None, key: str, section: str, what: str) -> Path:

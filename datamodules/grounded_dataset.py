@@ -26,9 +26,9 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from datamodules.records import GroundedRecord, RecordError, tagged_phrases
 from datamodules.sampling import centre_frames, sample_rng, sample_segment_frames
-from datamodules.video import VideoDecodeError, find_video, open_video
+from formats.records import GroundedRecord, RecordError, tagged_phrases
+from formats.video import VideoDecodeError, find_video, open_video
 
 log = logging.getLogger(__name__)
 ON_ERROR = ("skip", "raise")

@@ -39,8 +39,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
-from datamodules.records import REQUIRED_FIELDS, GroundedRecord, RecordError, read_records
-from datamodules.safe_pickle import safe_load, safe_loads
+from formats.records import REQUIRED_FIELDS, GroundedRecord, RecordError, read_records
+from formats.safe_pickle import safe_load, safe_loads
 
 log = logging.getLogger(__name__)
 

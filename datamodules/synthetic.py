@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from datamodules.records import GroundedRecord, read_records, write_records_json
 from datamodules.synthetic_scenes import SPLITS, SyntheticConfig, clip_rng, generate_clip
-from datamodules.video import write_video
+from formats.records import GroundedRecord, read_records, write_records_json
+from formats.video import write_video
 
 log = logging.getLogger(__name__)
 GENERATOR_VERSION = 1

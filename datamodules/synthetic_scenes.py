@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from datamodules.records import GroundedRecord, annotation_grid, strip_tags
+from formats.frame_grids import annotation_grid
+from formats.records import GroundedRecord, strip_tags
 
 SPLITS = ("train", "val", "test")
 

@@ -27,8 +27,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from datamodules.grounded_dataset import GroundedClipDataset
-from datamodules.records import GroundedRecord, annotation_grid, annotation_step
-from datamodules.video import PyAVVideoSource, VideoDecodeError
+from formats.frame_grids import annotation_grid, annotation_step
+from formats.records import GroundedRecord
+from formats.video import PyAVVideoSource, VideoDecodeError
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ Conventions (documented choices):
   VidSTG's ``used_segment``: the target is then absent outside the tube, and only a model with a
   temporal objectness head can localise it in time.
 * ``grid="tubedetr"`` (default): a record annotates the frames TubeDETR samples and evaluates
-  (:func:`datamodules.vidstg_grid.tubedetr_frame_grid` over the used segment, at most 200 frames)
+  (:func:`formats.frame_grids.tubedetr_frame_grid` over the used segment, at most 200 frames)
   that lie in the clip, so the validation metric scores the frames of TubeDETR's evaluator. A
   tube with no such frame (shorter than the grid's spacing on a long segment) keeps its first
   frame, marked ``extra["off_grid"]`` and counted in a warning: TubeDETR scores such a sentence
@@ -47,8 +47,8 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
-from datamodules.records import REQUIRED_FIELDS, GroundedRecord, RecordError, annotation_grid
-from datamodules.vidstg_grid import tubedetr_frame_grid
+from formats.frame_grids import annotation_grid, tubedetr_frame_grid
+from formats.records import REQUIRED_FIELDS, GroundedRecord, RecordError
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from typing import Any, Sequence
 
 import torch
 
-from datamodules.records import RecordError
+from formats.predictions import load_predictions
+from formats.records import ON_CORRUPT, RecordError, read_ground_truth
 from judge.corruption.generator import main as generate_main
 from judge.corruption.generator import write_jsonl
 from judge.endpoint import EndpointJudge
@@ -35,7 +36,6 @@ from judge.pairs import (
 from judge.readers import read_judge_jsonl
 from judge.refinement import VisionLanguageCaptioner, refine_captions
 from judge.scoring import judge_report, score_foil_pairs, score_pairs
-from metrics.evaluate import ON_CORRUPT, load_predictions, read_ground_truth
 
 OVERRIDE_PREFIXES = ("--model.", "--data.", "--trainer.", "--seed_everything")
 

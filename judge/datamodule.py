@@ -16,7 +16,7 @@ from typing import Any
 import lightning as L
 from torch.utils.data import DataLoader
 
-from datamodules.records import read_records
+from formats.records import read_records
 from judge.corruption.data_types import sources_from_records
 from judge.corruption.generator import build_judge_split, make_backend
 from judge.dataset import JudgeCollate, JudgeDataset, shuffle_videos

@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import Dataset
 
 from datamodules.sampling import centre_frames
-from datamodules.video import VideoDecodeError, open_video
+from formats.video import VideoDecodeError, open_video
 from judge.prompt_format import format_judge_answer
 from judge.targets import substituted_spans
 

@@ -17,8 +17,9 @@ Nothing is downloaded: every path must exist locally. Checkpoints load with ``we
 """
 from __future__ import annotations
 
-from core.lightning_cli import GroveCLI, read_checkpoint
-from core.pretrained_folder import is_pretrained_folder
+from core.config_loader import ConfigLoader
+from core.weights import read_checkpoint
+from core.weights.pretrained_folder import is_pretrained_folder
 
 import inspect
 import json
@@ -44,7 +45,7 @@ class LoadedJudge:
 
 
 def _judge_cli(configs: Sequence[str], overrides: Sequence[str], weights_follow: bool = False):
-    class ConfigOnlyCLI(GroveCLI):  # model and data from the config; no trainer, no run
+    class ConfigOnlyCLI(ConfigLoader):  # model and data from the config; no trainer, no run
         def instantiate_trainer(self, **kwargs):
             return None
 

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from judge.model_inputs import JudgePrompter
 from judge.prompt_format import IGNORE_INDEX, SPECIAL_TOKENS, JudgeAnswer, format_judge_answer, parse_judge_answer  # noqa: F401
 from judge.tokenizer import build_tiny_judge_tokenizer
-from models.video_feature_cache import FrozenVideoFeatureCache
+from judge.video_feature_cache import FrozenVideoFeatureCache
 
 # Qwen2.5-VL's LLM projection layers; the vision tower has gate/up/down projections too, hence the
 # language_model anchor in the target regex.
@@ -131,7 +131,7 @@ class VCInspectorJudge(nn.Module, PyTorchModelHubMixin, library_name="grove", ta
             tokens a corruption changed (:meth:`losses`; a training aid for the toy judge).
         error_layer: the entry of ``hidden_states`` the head reads (-1: the last layer's output).
         video_feature_cache: keep the frozen tower's video tokens of up to this many clips and reuse
-            them when a clip comes again (:class:`models.video_feature_cache.FrozenVideoFeatureCache`;
+            them when a clip comes again (:class:`judge.video_feature_cache.FrozenVideoFeatureCache`;
             exact, keyed by the clip's pixels); 0 = off. Refused with a trainable tower or merger.
         pretrained_weights: False builds ``model_path``'s architecture from its config.json without
             reading its weights (they come from a checkpoint).
@@ -234,7 +234,7 @@ class VCInspectorJudge(nn.Module, PyTorchModelHubMixin, library_name="grove", ta
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, **kwargs) -> "VCInspectorJudge":
         """A judge from an exported folder or a hub repository id (local cache when offline)."""
-        from core.pretrained_folder import resolve_folder
+        from core.weights.pretrained_folder import resolve_folder
 
         hub = {k: kwargs[k] for k in ("revision", "cache_dir", "force_download", "local_files_only", "token")
                if k in kwargs}

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from judge.prompt_format import IGNORE_INDEX, JUDGE_INSTRUCTION, SYSTEM_PROMPT, TEMPLATES, VIDEO_TOKEN
-from models.video_feature_cache import pixel_digest
+from judge.video_feature_cache import pixel_digest
 
 
 class JudgePrompter:

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 from torch.utils.data import Dataset
 
-from datamodules.video import VideoDecodeError
+from formats.video import VideoDecodeError
 from judge.dataset import JudgeDataset
 from judge.readers import JudgeDataError, iter_jsonl
 

@@ -1,4 +1,4 @@
-"""The VC-Inspector judge as an exported folder (:mod:`core.pretrained_folder`), for
+"""The VC-Inspector judge as an exported folder (:mod:`core.weights.pretrained_folder`), for
 :meth:`judge.model.VCInspectorJudge.save_pretrained` / ``from_pretrained``.
 
 config.json holds the Qwen2.5-VL configuration (``qwen_config``), the judge's own settings
@@ -9,7 +9,7 @@ video processor's files sit next to it, as in a Qwen2.5-VL folder.
 """
 from __future__ import annotations
 
-from core.pretrained_folder import CONFIG_FILE, load_into, load_weights, read_config, save_weights, write_json
+from core.weights.pretrained_folder import CONFIG_FILE, load_into, load_weights, read_config, save_weights, write_json
 
 from pathlib import Path
 

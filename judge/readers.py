@@ -148,7 +148,7 @@ def read_vatex_eval(path: str | Path, video_template: str = "{video_id}.mp4") ->
     """
     path = Path(path)
     if path.is_dir():
-        from datamodules.safe_pickle import safe_load
+        from formats.safe_pickle import safe_load
 
         files = {n: path / f"{n}.pkl" for n in ("candidates_list", "human_scores", "video_ids")}
         missing = [str(p) for p in files.values() if not p.exists()]

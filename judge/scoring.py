@@ -195,7 +195,7 @@ def judge_report(records: Mapping[str, Any], predictions: Mapping[str, Mapping[s
                  progress: bool = False) -> dict[str, Any]:
     """The judge's reference-free score of predicted captions, for an evaluation report.
 
-    ``records`` are the ground-truth :class:`~datamodules.records.GroundedRecord` objects by key (only
+    ``records`` are the ground-truth :class:`~formats.records.GroundedRecord` objects by key (only
     their clip is used: video file and frame range), ``predictions`` the predictions by key with a
     ``caption``. Returns ``vc_inspector`` (mean parsed score), ``vc_inspector_unparsable`` (share of
     answers without a score line), and counts of the scored clips and of those whose video failed.

@@ -23,13 +23,13 @@ EVAL_SETTINGS = ("objectness_threshold", "objectness_strict", "max_new_tokens", 
 
 
 def start_from_glamm(model: Grove, folder: str) -> str:
-    """Load a GLaMM folder into ``model`` (:func:`models.official_checkpoint.init_grove_from_glamm`);
+    """Load a GLaMM folder into ``model`` (:func:`models.grove_checkpoint.init_grove_from_glamm`);
     returns the table of tensors from GLaMM / CLIP / new, also printed on rank zero."""
     from pathlib import Path
 
     from lightning.pytorch.utilities import rank_zero_info
 
-    from models.official_checkpoint import init_grove_from_glamm, init_table
+    from models.grove_checkpoint import init_grove_from_glamm, init_table
 
     if not Path(folder).is_dir():
         raise FileNotFoundError(f"model.init_from_glamm: {folder!r} is not a folder. See the README section "
@@ -73,7 +73,7 @@ class GroveModule(L.LightningModule):
         train_rel_pos: also train the relative position tables of SAM's global-attention blocks
             (the released GROVE does).
         init_from_glamm: a released GLaMM checkpoint folder to start from, as the official
-            pre-training does (:func:`models.official_checkpoint.init_grove_from_glamm`: the LLM,
+            pre-training does (:func:`models.grove_checkpoint.init_grove_from_glamm`: the LLM,
             projector, SAM and [SEG] projection from GLaMM; CLIP from ``global_encoder.checkpoint``;
             adapters and heads new). A table of where each tensor came from is printed.
         optimizer / lr_scheduler: set from the config (AdamW, warm-up + linear decay by default).
@@ -316,6 +316,6 @@ def format_clip_predictions(batch, tagged, phrases, boxes, scores, captions, thr
 
 
 def strip_caption(tagged: str) -> str:
-    from datamodules.records import strip_tags
+    from formats.records import strip_tags
 
     return strip_tags(tagged)

@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from datamodules.records import PHRASE_TAG
+from formats.records import PHRASE_TAG
 from metrics.prediction_set import PredictionSetMetric
 
 NUM_FRAMES = 10
@@ -423,7 +423,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     if args.submission:
         submission = load_submission(args.submission)
     else:
-        from metrics.evaluate import load_predictions
+        from formats.predictions import load_predictions
 
         submission = submission_from_predictions(load_predictions(args.pred), reference, lemmatize)
         if args.write_submission:

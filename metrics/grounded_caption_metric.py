@@ -59,7 +59,7 @@ class GroundedCaptionMetrics(PredictionSetMetric):
         preds = self.checked_predictions(self.references, unit="clip")
         if not preds:
             return {}
-        from metrics.evaluate import evaluate_predictions
+        from metrics.evaluation import evaluate_predictions
 
         report = evaluate_predictions({k: self.references[k] for k in preds}, preds, level=self.level,
                                       score_source=self.score_source, text_encoder=self.encoder(),

@@ -79,7 +79,7 @@ class FrameBoxes:
 # ---------------------------------------------------------------- building the inputs
 
 def frames_from_record(record) -> list[FrameBoxes]:
-    """GT of one :class:`~datamodules.records.GroundedRecord`: every annotated frame, empty ones too."""
+    """GT of one :class:`~formats.records.GroundedRecord`: every annotated frame, empty ones too."""
     return [FrameBoxes(int(f), b, list(l)) for f, b, l in zip(record.frame_indices, record.bboxes, record.labels)]
 
 

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from datamodules.records import tagged_phrases
+from formats.records import tagged_phrases
 from metrics.grounding import GroundingInputError
 
 INVALID_POLICIES = ("error", "skip")

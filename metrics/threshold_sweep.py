@@ -159,7 +159,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, float]]]
 
     from core.output_files import refuse_input_as_output, write_json_atomic
 
-    from metrics.evaluate import load_predictions, read_ground_truth
+    from formats.predictions import load_predictions
+    from formats.records import read_ground_truth
     from metrics.text_encoder import build_text_encoder
 
     thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()]

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from datamodules.vidstg_grid import MAX_FRAMES, SAMPLE_FPS, tubedetr_frame_grid
+from formats.frame_grids import MAX_FRAMES, SAMPLE_FPS, tubedetr_frame_grid
 from metrics.grounding import frames_from_prediction
 from metrics.prediction_set import PredictionSetMetric
 from metrics.vidstg_annotations import VidSTGSentence
@@ -223,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     from core.output_files import refuse_input_as_output, write_json_atomic
 
     from datamodules.vidstg import read_vidstg
-    from metrics.evaluate import load_predictions
+    from formats.predictions import load_predictions
     from metrics.vidstg_annotations import read_vidstg_sentences
 
     refuse_input_as_output(args.out, {"--annotations": args.annotations, "--vidor-annotations": args.vidor_annotations,

@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from datamodules.records import RecordError
 from datamodules.vidstg import VidORTrajectories, read_vidstg
+from formats.records import RecordError
 
 
 @dataclass

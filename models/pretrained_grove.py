@@ -1,4 +1,4 @@
-"""GROVE as an exported folder (:mod:`core.pretrained_folder`): what its config.json holds and how it
+"""GROVE as an exported folder (:mod:`core.weights.pretrained_folder`): what its config.json holds and how it
 is read back, for :meth:`models.grove.Grove.save_pretrained` / :meth:`~models.grove.Grove.from_pretrained`.
 
 config.json holds the four part configurations with every init-time path cleared (the weights
@@ -15,7 +15,7 @@ are in the folder) and the LLM's full LLaMA configuration in ``language_model.ll
 """
 from __future__ import annotations
 
-from core.pretrained_folder import (
+from core.weights.pretrained_folder import (
     CONFIG_FILE,
     PREPROCESSOR_FILE,
     load_into,

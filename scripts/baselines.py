@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from datamodules.records import read_records
-from metrics.evaluate import evaluate_predictions, format_table
+from formats.records import read_records
+from metrics.evaluation import evaluate_predictions, format_table
 
 
 def normalised_boxes(record):
@@ -55,7 +55,7 @@ def consensus_caption(records, sample: int = 300, seed: int = 0) -> str:
 
 
 def boxed_prediction(record, tagged: str, phrases: list[str], boxes: list[np.ndarray]) -> dict:
-    from datamodules.records import strip_tags
+    from formats.records import strip_tags
 
     scale = np.array([record.width, record.height, record.width, record.height], dtype=np.float32)
     px = [np.clip(b * scale, 0, scale).round(2).tolist() for b in boxes]
@@ -65,7 +65,7 @@ def boxed_prediction(record, tagged: str, phrases: list[str], boxes: list[np.nda
 
 
 def run(root: Path, split: str, text_encoder: str = "minilm", capture_stop_words: str = "authors") -> dict:
-    from datamodules.records import tagged_phrases
+    from formats.records import tagged_phrases
 
     train = read_records(root / "annotations" / "train.json")
     test = {r.key: r for r in read_records(root / "annotations" / f"{split}.json")}

@@ -22,7 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from models.official_checkpoint import check_official, convert_official_file
+from models.grove_checkpoint import check_official, convert_official_file
 
 
 def main(argv: list[str] | None = None) -> int:

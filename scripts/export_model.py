@@ -16,9 +16,10 @@ flat mapping) for the model card. Further ``--key=value`` arguments override the
 from __future__ import annotations
 
 import core  # noqa: F401
-from core.lightning_cli import GroveCLI, read_checkpoint
+from core.config_loader import ConfigLoader
 from core.output_files import OutputIsInputError, refuse_input_as_output
-from core.pretrained_folder import is_pretrained_folder
+from core.weights import read_checkpoint
+from core.weights.pretrained_folder import is_pretrained_folder
 
 import argparse
 import json
@@ -38,7 +39,7 @@ def _parse_size(text: str) -> int:
 
 def build_module(configs: list[str], ckpt_path: str, overrides: list[str]):
     """The config's LightningModule and datamodule with the checkpoint's weights (init-time files unread)."""
-    class ExportCLI(GroveCLI):
+    class ExportCLI(ConfigLoader):
         weights_follow = True
 
         def instantiate_trainer(self, **kwargs):
@@ -52,7 +53,7 @@ def build_module(configs: list[str], ckpt_path: str, overrides: list[str]):
     module = cli.model
     if is_pretrained_folder(ckpt_path):
         from core.init_time_paths import exported_module
-        from core.pretrained_folder import load_into, load_weights
+        from core.weights.pretrained_folder import load_into, load_weights
 
         _, _, prefix = exported_module(ckpt_path)
         load_into(module.get_submodule(prefix.rstrip(".")), load_weights(ckpt_path), ckpt_path)

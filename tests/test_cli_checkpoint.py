@@ -3,13 +3,13 @@ file that is not a checkpoint is a clear error."""
 from __future__ import annotations
 
 import core  # noqa: F401
-from core.lightning_cli import GroveCLI
 
 import warnings
 
 import pytest
 import torch
 
+from command_line.grove_cli import GroveCLI
 from tests.fixtures.paths import ROOT
 
 DEMO = str(ROOT / "configs" / "demo.yaml")
@@ -82,6 +82,33 @@ def test_a_saved_config_naming_a_moved_class_says_where_it_lives_now(tmp_path):
     with pytest.raises(ValueError, match=r"config\.yaml: lightning_modules\.judge_module\.JudgeModule -> "
                                          r"judge\.module\.JudgeModule"):
         _final_config("test", "--config", str(old))
+
+
+def test_a_class_of_a_moved_module_is_named_with_its_new_module(tmp_path):
+    """Modules that moved whole (datamodules.video -> formats.video, ...): a config or an argument naming
+    a class through the old module is an error giving the new path."""
+    old = tmp_path / "config.yaml"
+    old.write_text((ROOT / "configs" / "demo.yaml").read_text()
+                   + "# writer: datamodules.video.VideoWriter\n")
+    expected = r"config\.yaml: datamodules\.video\.VideoWriter -> formats\.video\.VideoWriter"
+    with pytest.raises(ValueError, match=expected):
+        _final_config("test", "--config", str(old))
+    with pytest.raises(ValueError, match=r"the command line: models\.glamm\.GLaMM -> glamm\.model\.GLaMM"):
+        _final_config("test", "--config", DEMO, "--trainer.callbacks+=models.glamm.GLaMM")
+
+
+def test_moved_paths_map_to_where_the_classes_live():
+    from core.config_loader import MOVED_MODULES, current_class_path
+
+    import importlib
+
+    assert current_class_path("datamodules.records.GroundedRecord") == "formats.records.GroundedRecord"
+    assert current_class_path("datamodules.video_folder.VideoFolderDataset") == \
+        "datamodules.video_folder.VideoFolderDataset"  # a module whose name only starts like a moved one
+    assert current_class_path("lightning_modules.judge_module.JudgeModule") == "judge.module.JudgeModule"
+    for old, new in MOVED_MODULES.items():  # every new home exists and the old module is gone
+        importlib.import_module(new)
+        assert not (ROOT / f"{old.replace('.', '/')}.py").exists()
 
 
 def test_files_that_are_not_checkpoints_are_named(tmp_path):

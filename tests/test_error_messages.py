@@ -7,7 +7,7 @@ import pytest
 
 from cli import cli_main
 from datamodules.grounded_datamodule import GroundedVideoDataModule
-from datamodules.records import read_records
+from formats.records import read_records
 from tests.fixtures.paths import ROOT
 
 DEMO = str(ROOT / "configs" / "demo.yaml")
@@ -50,7 +50,7 @@ def test_predict_with_missing_videos_stops_before_building_the_model(tmp_path):
 
 
 def test_evaluating_or_predicting_without_a_checkpoint_warns_loudly(tmp_path):
-    from core.lightning_cli import untrained_weights_warning
+    from command_line.grove_cli import untrained_weights_warning
 
     with pytest.warns(UserWarning, match=r"predict WITHOUT --ckpt_path: .* RANDOMLY INITIALISED"):
         with pytest.raises(FileNotFoundError):  # stops early (no videos): the warning comes first

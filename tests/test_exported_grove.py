@@ -111,7 +111,7 @@ def test_exported_folder_lists_the_hugging_face_files(exported):
 
 
 def test_from_pretrained_gives_the_checkpoint_s_outputs_to_the_last_bit(trained, exported):
-    from core.lightning_cli import read_checkpoint
+    from core.weights import read_checkpoint
 
     with towers_moved_away(trained["towers"]):
         model = Grove.from_pretrained(exported)

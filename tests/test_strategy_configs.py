@@ -3,12 +3,11 @@
 The Trainer itself needs GPUs for DeepSpeed and FSDP, so the tests stop the CLI right before
 building it and check the strategy object the CLI's parser instantiated from the overlay.
 """
-import core.lightning_cli as cli_module
-
 import importlib.util
 
 import pytest
 
+import command_line.grove_cli as cli_module
 from cli import cli_main
 from tests.fixtures.paths import ROOT
 

@@ -20,7 +20,7 @@ The deliberate differences from the released package are listed in docs/official
 """
 from __future__ import annotations
 
-from core.pretrained_folder import CONFIG_FILE, PREPROCESSOR_FILE, resolve_folder
+from core.weights.pretrained_folder import CONFIG_FILE, PREPROCESSOR_FILE, resolve_folder
 
 import json
 from pathlib import Path
@@ -30,8 +30,9 @@ import numpy as np
 import torch
 
 from datamodules.grounded_dataset import GroundedClipDataset, GroundedCollate
-from datamodules.records import GroundedRecord, annotation_grid
 from datamodules.video_folder import probe_video
+from formats.frame_grids import annotation_grid
+from formats.records import GroundedRecord
 from lightning_modules.grove_module import GroveModule, format_clip_predictions
 from models.inference import batch_windows
 

@@ -47,7 +47,7 @@ def build_meta_module(config: dict, layers: int | None = None, device: str = "me
     """
     from lightning_modules.grove_module import GroveModule
     from models.configs import part_configs
-    from models.official_checkpoint import RELEASED_VOCAB_SIZES
+    from models.grove_checkpoint import RELEASED_VOCAB_SIZES
 
     model = config.get("model") or {}
     if model.get("class_path", "lightning_modules.grove_module.GroveModule").rsplit(".", 1)[-1] != "GroveModule":

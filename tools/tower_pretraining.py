@@ -148,12 +148,12 @@ def main(argv: list[str] | None = None) -> dict:
                         help="extra CLI overrides for the config, e.g. --data.init_args.root=...")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    from core.lightning_cli import cli_main
+    from core.config_loader import load_configured
 
     # The towers start random here, whatever checkpoints the config names (they are this stage's output).
     # (after the overrides: an override naming the checkpoints to write must not be loaded here)
-    cli = cli_main(["--config", args.config, *args.overrides, "--model.init_args.global_encoder.checkpoint=null",
-                    "--model.init_args.grounding_encoder.checkpoint=null"], run=False)
+    cli = load_configured(["--config", args.config, *args.overrides, "--model.init_args.global_encoder.checkpoint=null",
+                           "--model.init_args.grounding_encoder.checkpoint=null"])
     torch.manual_seed(int(cli.config.get("seed_everything") or 0))
     cli.datamodule.prepare_data()
     cli.datamodule.setup("fit")

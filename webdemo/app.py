@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import gradio as gr
 
-from datamodules.video import PyAVVideoSource, VideoDecodeError
+from formats.video import PyAVVideoSource, VideoDecodeError
 from models.inference import WINDOW_MODES
 from webdemo.judging import ClipJudge
 from webdemo.plot import objectness_figure

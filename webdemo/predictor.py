@@ -1,7 +1,7 @@
 """The predict path of ``cli.py predict``, loaded once and run per upload.
 
 The model, the datamodule class and the trainer come from the same config parsing as the command
-line (:class:`cli.GroveCLI`: stacked configs, the checkpoint's hyper-parameters under the config),
+line (:class:`core.config_loader.ConfigLoader`: stacked configs, the checkpoint's hyper-parameters under the config),
 and the checkpoint's weights are read once, as tensors only. Each request then runs
 ``trainer.predict`` on one video with a fresh datamodule and the project's own writers
 (:class:`callbacks.PredictionWriter`, :class:`callbacks.AnnotatedVideoWriter`) pointed at the
@@ -11,7 +11,7 @@ set per request.
 """
 from __future__ import annotations
 
-from core.lightning_cli import DATA_PATH_SUFFIXES, GroveCLI, _as_dict
+from core.config_loader import DATA_PATH_SUFFIXES, ConfigLoader, as_dict
 from core.weights import load_state_dict_file
 
 import json
@@ -59,7 +59,7 @@ class Settings:
         return self
 
 
-class _LoadingCLI(GroveCLI):
+class _LoadingCLI(ConfigLoader):
     """The command line's parsing and instantiation for ``predict``, without running it.
 
     The demo predicts on uploads only, so the config's annotation files and video roots (the
@@ -68,7 +68,7 @@ class _LoadingCLI(GroveCLI):
 
     def before_instantiate_classes(self) -> None:
         config = self.config[self.config.subcommand]
-        for key in _as_dict(config.get("data", {}).get("init_args")):
+        for key in as_dict(config.get("data", {}).get("init_args")):
             if key.endswith(DATA_PATH_SUFFIXES):
                 config[f"data.init_args.{key}"] = None
         super().before_instantiate_classes()

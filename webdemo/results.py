@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from datamodules.records import PHRASE_TAG
+from formats.records import PHRASE_TAG
 
 
 @dataclass

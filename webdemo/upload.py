@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from datamodules.video import VideoDecodeError
 from datamodules.video_folder import VideoInfo, probe_video
+from formats.video import VideoDecodeError
 
 
 class UploadError(ValueError):

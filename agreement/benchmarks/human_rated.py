@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from agreement.benchmarks.items import Benchmark, BenchmarkFormatError, CaptionItem, Visual
-from datamodules.safe_pickle import safe_load
+from formats.safe_pickle import safe_load
 
 VATEX_FILES = ("candidates_list", "gts_list", "human_scores", "video_ids")
 CORRELATION = ("kendall_tau_b", "spearman_rho")

@@ -23,7 +23,7 @@ class CaptionSource:
 
 
 def sources_from_records(records: Iterable[Any]) -> list[CaptionSource]:
-    """One source per :class:`~datamodules.records.GroundedRecord` (its clip and caption)."""
+    """One source per :class:`~formats.records.GroundedRecord` (its clip and caption)."""
     return [CaptionSource(key=r.key, video=r.video_fname, caption=r.caption, fps=float(r.fps),
                           start_frame=int(r.clip_start_frame), end_frame=int(r.clip_end_frame)) for r in records]
 

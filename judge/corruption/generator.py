@@ -38,7 +38,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from datamodules.records import read_records
+from formats.records import read_records
 from judge.corruption.data_types import (
     CaptionSource,
     GenerationStats,

@@ -191,8 +191,8 @@ def test_openai_backend_speaks_chat_completions_and_retries_server_errors(monkey
 def test_pipeline_with_an_openai_endpoint_for_stages_2_and_3(tmp_path):
     from annotation.config import load_config
     from annotation.run import run_annotation
-    from datamodules.records import read_records
     from datamodules.synthetic import generate_synthetic_dataset
+    from formats.records import read_records
 
     paths = generate_synthetic_dataset(tmp_path / "syn", num_train=0, num_val=0, num_test=2, seed=0, workers=1,
                                        duration_s=2.0)

@@ -8,7 +8,7 @@ pytest.importorskip("ray")
 
 from annotation.config import load_config
 from annotation.run import run_annotation
-from datamodules.records import read_records
+from formats.records import read_records
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "annotation"
 FILES = [str(CONFIGS / "synthetic.yaml")]  # the noisy Stage 1: equal outputs need the same seeded noise

@@ -10,7 +10,7 @@ import pytest
 from annotation.__main__ import main
 from annotation.config import ConfigError, load_config
 from annotation.run import run_annotation
-from datamodules.records import read_records
+from formats.records import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs" / "annotation"
@@ -185,7 +185,7 @@ def test_missing_videos_folder_is_a_message_and_leaves_no_folders(tmp_path):
 
 def test_record_ids_never_leave_the_output_folder(synthetic, tmp_path):
     from annotation.output import OutputFolder
-    from datamodules.records import write_records_json
+    from formats.records import write_records_json
 
     # ids that cannot name one file are refused when the truth is read, naming file, record and field
     records = read_records(synthetic["truth"])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from callbacks.grounded_evaluation import GroundedEvaluation
-from datamodules.records import GroundedRecord
+from formats.records import GroundedRecord
 from metrics.prediction_validation import InvalidPredictionError
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False, write_report=False)

@@ -12,9 +12,9 @@ from PIL import Image
 from callbacks.annotated_video_writer import ClipPrediction, grid_owners
 from callbacks.tensorboard_visualizer import SEPARATOR, ValidationClipVisualizer, render_clip_strip
 from datamodules.grounded_dataset import GroundedClipDataset
-from datamodules.records import read_records
-from datamodules.video import open_video
 from datamodules.video_folder import VideoInfo, clip_records
+from formats.records import read_records
+from formats.video import open_video
 
 
 def test_grid_owners_give_each_grid_frame_to_the_nearest_clip_centre():

@@ -7,8 +7,8 @@ import torch
 
 from callbacks.skipped_videos import SkippedVideoReport
 from datamodules.grounded_dataset import GroundedClipDataset, GroundedCollate
-from datamodules.records import read_records
-from datamodules.video import VideoDecodeError
+from formats.records import read_records
+from formats.video import VideoDecodeError
 from models.prompting import GroundedCaptionPrompter, add_grove_tokens
 from models.tiny_tokenizer import build_tiny_tokenizer
 

@@ -16,8 +16,8 @@ from datamodules.howtoground import (
     read_keys_file,
     record_from_file,
 )
-from datamodules.records import RecordError, read_records
-from metrics.evaluate import evaluate_files
+from formats.records import RecordError, read_records
+from metrics.evaluation import evaluate_files
 from tests.fixtures.public_datasets import (
     MISSING_VIDEO_KEY,
     TRICKY_PHRASE,
@@ -211,7 +211,7 @@ def test_datamodule_lazy_train_eager_val_and_missing_paths(public, tmp_path):
 def test_frame_folder_root_gives_the_same_frames(public, tmp_path):
     from PIL import Image
 
-    from datamodules.video import PyAVVideoSource
+    from formats.video import PyAVVideoSource
 
     record = next(r for r in read_records(public["raw"]) if r.key == "vidA_1")
     with PyAVVideoSource(public["videos"] / "vidA_1.mp4") as video:

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from datamodules import synthetic
-from datamodules.records import GroundedRecord, read_records, tagged_phrases
 from datamodules.synthetic import generate_synthetic_dataset, summarize_dataset
 from datamodules.synthetic_scenes import (
     ACTIONS,
@@ -21,7 +20,8 @@ from datamodules.synthetic_scenes import (
     render_frames,
     sample_scene,
 )
-from datamodules.video import open_video
+from formats.records import GroundedRecord, read_records, tagged_phrases
+from formats.video import open_video
 
 CONFIG = SyntheticConfig(duration_s=2.0)  # 50 frames, 10 annotated ones
 

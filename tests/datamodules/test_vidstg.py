@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from datamodules.records import GroundedRecord, RecordError
 from datamodules.vidstg import VidSTGDataModule, read_vidstg
+from formats.records import GroundedRecord, RecordError
 from metrics.vidstg import (
     VidSTGMetric,
     evaluate_vidstg,

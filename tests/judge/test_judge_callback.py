@@ -61,8 +61,7 @@ def test_score_callback_logs_mean_score_and_unparsable_share_during_validation()
 
 def test_the_documented_command_line_adds_the_callback_to_a_grove_config(tmp_path):
     """docs/judge.md: the callback joins any GROVE config's trainer from the command line."""
-    from core.lightning_cli import GroveCLI
-
+    from command_line.grove_cli import GroveCLI
     from tests.fixtures.paths import ROOT
 
     class Parsed(Exception):

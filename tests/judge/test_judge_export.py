@@ -132,7 +132,7 @@ def test_python_m_judge_and_the_agreement_scorer_take_the_folder(trained, export
 
 
 def test_a_damaged_judge_folder_is_refused_by_name(trained, exported, tmp_path):
-    from core.pretrained_folder import PretrainedFolderError
+    from core.weights.pretrained_folder import PretrainedFolderError
 
     folder = tmp_path / "judge"
     shutil.copytree(exported, folder)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from datamodules.records import read_records
+from formats.records import read_records
 from judge.scoring import judge_report
 from tests.judge.judge_fixtures import ScriptedJudge
 

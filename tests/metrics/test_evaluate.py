@@ -5,9 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from datamodules.records import RecordError, write_records_json, write_records_pickle, write_records_pickle_folder
-from datamodules.safe_pickle import CorruptPickleError, safe_load
-from metrics.evaluate import distinct_share, evaluate_files, filter_by_objectness, format_table, main
+from formats.records import RecordError, write_records_json, write_records_pickle, write_records_pickle_folder
+from formats.safe_pickle import CorruptPickleError, safe_load
+from metrics.evaluate import main
+from metrics.evaluation import distinct_share, evaluate_files, filter_by_objectness, format_table
 from tests.fixtures.metric_records import random_dataset
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)
@@ -198,9 +199,9 @@ def test_over_long_caption_fails_that_clip_only(files, tmp_path, monkeypatch):
 
     records, preds, paths, _ = files
     monkeypatch.setattr(captioning, "METEOR_MAX_CHARS", 200)
-    import metrics.evaluate as evaluate
+    import metrics.evaluation as evaluation
 
-    monkeypatch.setattr(evaluate, "METEOR_MAX_CHARS", 200)
+    monkeypatch.setattr(evaluation, "METEOR_MAX_CHARS", 200)
     key = records[1].key
     long = {**preds, key: {**preds[key], "caption": "word " * 100}}
     path = tmp_path / "long.json"

@@ -414,7 +414,7 @@ def _raw_record():
 
 
 def test_frames_from_record_follow_the_annotation_grid():
-    from datamodules.records import GroundedRecord
+    from formats.records import GroundedRecord
 
     record = GroundedRecord.from_dict(_raw_record())
     frames = frames_from_record(record)

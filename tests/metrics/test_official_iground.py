@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from datamodules.records import GroundedRecord, write_records_json
-from metrics.evaluate import evaluate_official, main
+from formats.records import GroundedRecord, write_records_json
+from metrics.evaluate import main
+from metrics.evaluation import evaluate_official
 from metrics.official_iground import evaluate_official_iground
 from metrics.text_encoder import HFMeanPoolEncoder
 

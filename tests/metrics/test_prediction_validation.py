@@ -4,8 +4,9 @@ import json
 import numpy as np
 import pytest
 
-from datamodules.records import GroundedRecord, write_records_json
-from metrics.evaluate import evaluate_files, evaluate_predictions, format_table, main
+from formats.records import GroundedRecord, write_records_json
+from metrics.evaluate import main
+from metrics.evaluation import evaluate_files, evaluate_predictions, format_table
 from metrics.grounded_caption_metric import GroundedCaptionMetrics
 from metrics.prediction_validation import InvalidPredictionError, validate_predictions
 

@@ -3,6 +3,8 @@ says, the vocabulary and SAM's position tables are resized by their rules, CLIP,
 are not GLaMM's."""
 from __future__ import annotations
 
+from core.weights import read_weights
+
 import json
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import torch
 from models.configs import model_configs_from_yaml
 from models.grounding_video_encoder import interpolate_pos_embed, resize_rel_pos
 from models.grove import Grove
-from models.official_checkpoint import init_grove_from_glamm, init_table, read_official
+from models.grove_checkpoint import init_grove_from_glamm, init_table
 from tests.fixtures.official_glamm_state import FIXTURES, save_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +28,7 @@ def started(tmp_path_factory):
     model = Grove(**model_configs_from_yaml(GROVE_TINY))
     before = {k: v.clone() for k, v in model.state_dict().items()}
     report = init_grove_from_glamm(model, folder)
-    return model, before, read_official(folder), report
+    return model, before, read_weights(folder), report
 
 
 def test_glamm_values_land_where_the_key_map_says(started):
@@ -96,7 +98,7 @@ def test_grove_module_starts_from_glamm(started, tmp_path):
     folder = save_glamm_folder(tmp_path / "g", seed=3)
     module = GroveModule(**model_configs_from_yaml(GROVE_TINY), init_from_glamm=str(folder))
     assert "from GLaMM" in module.init_table
-    glamm = read_official(folder)
+    glamm = read_weights(folder)
     assert torch.equal(module.model.query_projector[0].weight.detach(), glamm["model.text_hidden_fcs.0.0.weight"])
     with pytest.raises(FileNotFoundError, match="model.init_from_glamm"):
         GroveModule(**model_configs_from_yaml(GROVE_TINY), init_from_glamm=str(tmp_path / "absent"))

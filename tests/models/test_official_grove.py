@@ -6,6 +6,8 @@ at the real sizes as meta tensors for the key/shape check.
 """
 from __future__ import annotations
 
+from core.weights import read_weights
+
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -19,8 +21,8 @@ from models.configs import model_configs_from_yaml
 from models.global_video_encoder import GlobalVideoEncoder
 from models.grounding_video_encoder import GroundingVideoEncoder, resize_position_tables, resize_rel_pos
 from models.grove import Grove
+from models.grove_checkpoint import check_official, convert_official
 from models.inference import official_windows
-from models.official_checkpoint import check_official, convert_official, read_official
 from models.prompting import OFFICIAL_ADDED_TOKENS, OFFICIAL_VIDEO_INDEX, format_target
 from tests.fixtures.official_grove_state import official_state_dict, save_official
 
@@ -50,14 +52,14 @@ def tiny_grove() -> Grove:
 
 
 def _load_converted(model: Grove, path: Path) -> Grove:
-    converted, report = convert_official(read_official(path), model.state_dict())
+    converted, report = convert_official(read_weights(path), model.state_dict())
     assert report.ok, report.table()
     model.load_state_dict(converted, strict=True)
     return model
 
 
 def test_tiny_checkpoint_converts_with_every_key_accounted(tiny_file, capsys):
-    official = read_official(tiny_file)
+    official = read_weights(tiny_file)
     flat = {official[k].untyped_storage().data_ptr() for k, kind in
             json.loads((ROOT / "tests/fixtures/official_grove/keys_tiny.json").read_text())["kinds"].items()
             if kind == "trainable"}
@@ -73,7 +75,7 @@ def test_tiny_checkpoint_converts_with_every_key_accounted(tiny_file, capsys):
 
 
 def test_converted_values_land_where_the_official_model_uses_them(tiny_file, tiny_grove):
-    official = read_official(tiny_file)
+    official = read_weights(tiny_file)
     model = _load_converted(tiny_grove, tiny_file)
     clip = "model.vision_tower.vision_tower.vision_model.encoder."
     q, k, v = (official[f"{clip}layers.2.self_attn.{p}_proj.weight"].float() for p in "qkv")
@@ -132,17 +134,17 @@ def tiny_grove_state() -> dict:
 def test_hugging_face_folder_reads_like_the_bin(tmp_path, tiny_file):
     from safetensors.torch import save_file
 
-    state = {k: v.clone().contiguous() for k, v in read_official(tiny_file).items()}
+    state = {k: v.clone().contiguous() for k, v in read_weights(tiny_file).items()}
     keys = list(state)
     (tmp_path / "hf").mkdir()
     save_file({k: state[k] for k in keys[:200]}, str(tmp_path / "hf" / "model-00001-of-00002.safetensors"))
     save_file({k: state[k] for k in keys[200:]}, str(tmp_path / "hf" / "model-00002-of-00002.safetensors"))
     report, _ = check_official(tmp_path / "hf", TINY)
     assert report.ok
-    headers = read_official(tmp_path / "hf", shapes_only=True)  # the check reads headers, no data
+    headers = read_weights(tmp_path / "hf", shapes_only=True)  # the check reads headers, no data
     assert all(t.is_meta for t in headers.values())
     assert {k: (t.shape, t.dtype) for k, t in headers.items()} == {k: (t.shape, t.dtype) for k, t in state.items()}
-    converted, report = convert_official(read_official(tmp_path / "hf"), tiny_grove_state())
+    converted, report = convert_official(read_weights(tmp_path / "hf"), tiny_grove_state())
     assert report.ok and torch.equal(converted["query_projector.0.weight"], state["model.text_hidden_fcs.0.0.weight"])
 
 
@@ -154,7 +156,7 @@ def test_clip_tower_equals_transformers_clip_vision_model(tiny_file, tiny_grove)
     hf = CLIPVisionModel(CLIPVisionConfig(**{k: spec[k] for k in (
         "hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers", "image_size", "patch_size",
         "num_channels", "projection_dim", "hidden_act", "layer_norm_eps")})).eval()
-    official = read_official(tiny_file)
+    official = read_weights(tiny_file)
     prefix = "model.vision_tower.vision_tower."
     weights = {k[len(prefix):]: v.float() for k, v in official.items()
                if k.startswith(prefix) and ".adapters." not in k}
@@ -393,7 +395,7 @@ def test_converted_checkpoint_initialises_fine_tuning(tmp_path, tiny_file):
     assert _convert_main(str(tiny_file), "--config", str(TINY[0]), "--out", str(ckpt)) == 0
     module = GroveModule(**model_configs_from_yaml(TINY), chat_template="llava_v1")
     InitFromCheckpoint(str(ckpt), strict=True).setup(None, module, "fit")
-    official = read_official(tiny_file)
+    official = read_weights(tiny_file)
     torch.testing.assert_close(module.model.box_head.mlp[0].weight,
                                official["model.grounding_encoder.mask_decoder.bbox_prediction_head.0.weight"])
     finetune = __import__("yaml").safe_load((ROOT / "configs/official/finetune.yaml").read_text())

@@ -3,8 +3,8 @@ cache give back the same model to the last bit; damaged folders are refused, nam
 from __future__ import annotations
 
 import core  # noqa: F401
-from core.pretrained_folder import INDEX_FILE, PretrainedFolderError
 from core.weights import WeightFileError
+from core.weights.pretrained_folder import INDEX_FILE, PretrainedFolderError
 
 import json
 import shutil

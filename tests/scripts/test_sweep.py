@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from datamodules.records import GroundedRecord, write_records_json
+from formats.records import GroundedRecord, write_records_json
 from metrics import threshold_sweep as ts
-from metrics.evaluate import evaluate_predictions
+from metrics.evaluation import evaluate_predictions
 from metrics.text_encoder import ExactMatchEncoder
 from scripts.sweep import PRESETS, SweepPoint, expand_grid, parse_points, tabulate
 from scripts.sweep import main as sweep_main
@@ -170,7 +170,7 @@ def test_threshold_sweep_command_writes_csv_json_and_plot(tmp_path):
 def test_two_point_sweep_on_the_demo_config(tiny_synthetic_root, tmp_path, monkeypatch):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from datamodules.records import read_records, tagged_phrases
+    from formats.records import read_records, tagged_phrases
     from lightning_modules.grove_module import GroveModule
 
     # A 3-step model writes no phrase yet; oracle captions (the GT, tagged) give the box decoder

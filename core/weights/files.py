@@ -1,5 +1,6 @@
 """The one loader for weight files the project reads on a user's behalf (pre-trained towers,
-converted official weights, fine-tuning init checkpoints): tensors only, no code run.
+converted official weights, fine-tuning init checkpoints, Hugging Face folders with or without a
+shard index): tensors only, no code run.
 
 ``torch.load`` with the stock unpickler runs whatever a crafted file asks for; here every pickle
 is read with ``weights_only=True`` and TorchScript archives (OpenAI's CLIP releases) are never
@@ -16,6 +17,7 @@ you wrote yourself.
 """
 from __future__ import annotations
 
+import json
 import logging
 import pickle
 import zipfile
@@ -26,7 +28,7 @@ from typing import Any
 import torch
 
 __all__ = ["WeightFileError", "load_state_dict_file", "non_finite_tensors", "read_safetensors_shapes",
-           "read_torchscript_tensors"]
+           "read_torchscript_tensors", "read_weights"]
 
 log = logging.getLogger(__name__)
 _SCAN_CHUNK = 1 << 24  # elements checked at a time: bounds the temporary of the finiteness scan
@@ -174,6 +176,59 @@ def _torch_load_weights_only(path: Path, where: str) -> Any:
                               f"which could run code, so it is refused ({str(err).splitlines()[0]})") from err
     except Exception as err:  # noqa: BLE001  (truncated files, other formats)
         raise WeightFileError(f"{where}: not a weight file torch can read ({type(err).__name__}: {err})") from err
+
+
+# ----------------------------------------------------------------------------- Hugging Face folders
+
+def read_weights(path: str | Path, shapes_only: bool = False) -> dict[str, torch.Tensor]:
+    """A state dict from a weight file (:func:`load_state_dict_file`) or a Hugging Face folder.
+
+    ``.bin`` files are read with ``weights_only=True`` and memory-mapped, so a tensor's data is
+    read from disk only when used; meta tensors load as they are. With ``shapes_only``,
+    safetensors give meta tensors from their headers, without reading any data. A folder with a
+    shard index (``*.index.json``) is read shard by shard as the index lists them, and every key
+    the index names must be in its shard.
+    """
+    path = Path(path)
+    if path.is_dir():
+        index = sorted(path.glob("model.safetensors.index.json")) or sorted(path.glob("pytorch_model*.index.json"))
+        if index:
+            return _read_indexed(index[0], shapes_only)
+        files = sorted(path.glob("*.safetensors")) or sorted(path.glob("pytorch_model*.bin"))
+        if not files:
+            raise FileNotFoundError(
+                f"{path}: a Hugging Face folder must hold *.safetensors or pytorch_model*.bin files")
+        state: dict[str, torch.Tensor] = {}
+        for file in files:
+            state.update(_read_file(file, shapes_only))
+        return state
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such checkpoint file or folder")
+    return _read_file(path, shapes_only)
+
+
+def _read_indexed(index: Path, shapes_only: bool) -> dict[str, torch.Tensor]:
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{index}: not a shard index (needs a 'weight_map' of key -> file): {err}") from None
+    state: dict[str, torch.Tensor] = {}
+    for name in dict.fromkeys(weight_map.values()):
+        file = index.parent / name
+        if not file.is_file():
+            raise FileNotFoundError(f"{index}: lists shard {name}, which is not in {index.parent}")
+        shard = _read_file(file, shapes_only)
+        absent = [k for k, v in weight_map.items() if v == name and k not in shard]
+        if absent:
+            raise ValueError(f"{index}: {file.name} lacks {len(absent)} keys the index puts there, e.g. {absent[:3]}")
+        state.update(shard)
+    return state
+
+
+def _read_file(path: Path, shapes_only: bool) -> dict[str, torch.Tensor]:
+    if shapes_only and path.suffix == ".safetensors":
+        return read_safetensors_shapes(path, "checkpoint")
+    return load_state_dict_file(path, "checkpoint")
 
 
 # ----------------------------------------------------------------------------- TorchScript archives

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from datamodules.records import read_records
+from formats.records import read_records
 from metrics.evaluate import main as evaluate_main
 from tests.fixtures.official_glamm_state import save_loud_glamm_folder
 

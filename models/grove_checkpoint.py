@@ -11,19 +11,18 @@ device, so a check never allocates the 8.4 B weights.
 Grove parameters with no official counterpart are listed in :data:`PROJECT_ONLY` with the value
 they get.
 
-The same mechanism reads GLaMM's released checkpoint (``GLaMMForCausalLM``, the model GROVE
-extends): an :class:`OfficialLayout` says, per source, which rules map its keys, which are
-dropped or ignored, which target tensors come from elsewhere (OpenAI's CLIP) or start new, and
-how a tensor of another shape is resized. :data:`GROVE_LAYOUT` is the released GROVE into
-:class:`models.grove.Grove`, :data:`GLAMM_LAYOUT` GLaMM into :class:`models.glamm.GLaMM`, and
-:data:`GROVE_FROM_GLAMM_LAYOUT` GLaMM into GROVE as the official pre-training starts.
+An :class:`OfficialLayout` says, per source, which rules map its keys, which are dropped or
+ignored, which target tensors come from elsewhere (OpenAI's CLIP) or start new, and how a tensor
+of another shape is resized. :data:`GROVE_LAYOUT` is the released GROVE into
+:class:`models.grove.Grove` and :data:`GROVE_FROM_GLAMM_LAYOUT` GLaMM into GROVE as the official
+pre-training starts; GLaMM's own layout (GLaMM into :class:`glamm.model.GLaMM`) is
+:data:`glamm.checkpoint.GLAMM_LAYOUT`. Weight files and folders are read through :mod:`core.weights`.
 """
 from __future__ import annotations
 
 from core.output_files import atomic_write
-from core.weights import load_state_dict_file, read_safetensors_shapes
+from core.weights import lightning_checkpoint, read_weights
 
-import json
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ SAM = "model.grounding_encoder."
 
 # Rules shared by every layout: the LLaMA, its embeddings, LLaVA's projector, SAM's image
 # encoder and GLaMM's text projection keep their names in GLaMM and GROVE.
-_SHARED_RENAMES: tuple[tuple[str, str], ...] = (
+SHARED_RENAMES: tuple[tuple[str, str], ...] = (
     (r"^model\.mm_projector\.(0|2)\.(weight|bias)$", r"global_encoder.projector.\1.\2"),
     (r"^model\.embed_tokens\.weight$", r"language_model.model.model.embed_tokens.weight"),
     (r"^model\.layers\.(.+)$", r"language_model.model.model.layers.\1"),
@@ -57,7 +56,7 @@ _SHARED_RENAMES: tuple[tuple[str, str], ...] = (
 RENAMES: tuple[tuple[str, str], ...] = (
     (rf"^{re.escape(CLIP)}encoder\.adapters\.(\d+)\.conv3d\.(weight|bias)$", r"global_encoder.adapters.\1.conv.\2"),
     (rf"^{re.escape(CLIP)}encoder\.adapters\.(\d+)\.alpha$", r"global_encoder.adapters.\1.alpha"),
-    *_SHARED_RENAMES,
+    *SHARED_RENAMES,
     (rf"^{re.escape(SAM)}prompt_encoder\.pe_layer\.positional_encoding_gaussian_matrix$",
      r"box_decoder.pe_layer.positional_encoding_gaussian_matrix"),
     (rf"^{re.escape(SAM)}prompt_encoder\.no_mask_embed\.weight$", r"box_decoder.no_mask_embed"),
@@ -148,13 +147,6 @@ class OfficialLayout:
 
 
 GROVE_LAYOUT = OfficialLayout("GROVE", RENAMES, DROPPED, project_only=PROJECT_ONLY)
-GLAMM_LAYOUT = OfficialLayout(
-    "GLaMM",
-    (*_SHARED_RENAMES,
-     (rf"^{re.escape(SAM)}prompt_encoder\.(.+)$", r"prompt_encoder.\1"),
-     (rf"^{re.escape(SAM)}mask_decoder\.(.+)$", r"mask_decoder.\1")),
-    REGION_ENCODER, ignored=ROTARY_INV_FREQ, external={"global_encoder.backbone.": CLIP_SOURCE},
-    merge_output_tokens=False)
 GROVE_FROM_GLAMM_LAYOUT = OfficialLayout(
     "GLaMM -> GROVE", RENAMES, DROPPED, ignored=ROTARY_INV_FREQ,
     external={"global_encoder.backbone.": CLIP_SOURCE},
@@ -313,68 +305,6 @@ def convert_official(official: Mapping[str, Tensor], target: Mapping[str, Tensor
     return converted, report
 
 
-def read_official(path: str | Path, shapes_only: bool = False) -> dict[str, Tensor]:
-    """An official state dict from a ``.bin``/``.pt`` file or a Hugging Face folder.
-
-    ``.bin`` files are read with ``weights_only=True`` and memory-mapped, so a tensor's data is
-    read from disk only when used; meta tensors load as they are. With ``shapes_only``,
-    safetensors give meta tensors from their headers, without reading any data. A folder with a
-    shard index (``*.index.json``) is read shard by shard as the index lists them, and every key
-    the index names must be in its shard.
-    """
-    path = Path(path)
-    if path.is_dir():
-        index = sorted(path.glob("model.safetensors.index.json")) or sorted(path.glob("pytorch_model*.index.json"))
-        if index:
-            return _read_indexed(index[0], shapes_only)
-        files = sorted(path.glob("*.safetensors")) or sorted(path.glob("pytorch_model*.bin"))
-        if not files:
-            raise FileNotFoundError(
-                f"{path}: a Hugging Face folder must hold *.safetensors or pytorch_model*.bin files")
-        state: dict[str, Tensor] = {}
-        for file in files:
-            state.update(_read_file(file, shapes_only))
-        return state
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such checkpoint file or folder")
-    return _read_file(path, shapes_only)
-
-
-def _read_indexed(index: Path, shapes_only: bool) -> dict[str, Tensor]:
-    try:
-        weight_map = json.loads(index.read_text())["weight_map"]
-    except (ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{index}: not a shard index (needs a 'weight_map' of key -> file): {err}") from None
-    state: dict[str, Tensor] = {}
-    for name in dict.fromkeys(weight_map.values()):
-        file = index.parent / name
-        if not file.is_file():
-            raise FileNotFoundError(f"{index}: lists shard {name}, which is not in {index.parent}")
-        shard = _read_file(file, shapes_only)
-        absent = [k for k, v in weight_map.items() if v == name and k not in shard]
-        if absent:
-            raise ValueError(f"{index}: {file.name} lacks {len(absent)} keys the index puts there, e.g. {absent[:3]}")
-        state.update(shard)
-    return state
-
-
-def _read_file(path: Path, shapes_only: bool) -> dict[str, Tensor]:
-    if shapes_only and path.suffix == ".safetensors":
-        return read_safetensors_shapes(path, "checkpoint")
-    return load_state_dict_file(path, "checkpoint")
-
-
-def lightning_checkpoint(state: Mapping[str, Tensor], prefix: str = "model.") -> dict:
-    """A checkpoint that ``Trainer.{predict,test,validate}(ckpt_path=...)`` restores into GroveModule.
-
-    Weights only (no optimizer or loop state), so it is safe to read with ``weights_only=True``.
-    """
-    import lightning
-
-    return {"state_dict": OrderedDict((prefix + k, v) for k, v in state.items()),
-            "pytorch-lightning_version": lightning.__version__, "epoch": 0, "global_step": 0}
-
-
 # The vocabulary of a LLaMA tokenizer with the released tokens (for shape checks without the tokenizer).
 RELEASED_VOCAB_SIZES = {"official": 32010, "glamm": 32007}
 
@@ -412,7 +342,7 @@ def target_model(config_paths: list[str | Path],
 def check_official(checkpoint: str | Path, config_paths: list[str | Path]) -> tuple[ConversionReport, list[str]]:
     """Every key and shape of an official checkpoint against the configured model, reading no weights."""
     target, notes = target_model(config_paths)
-    official = read_official(checkpoint, shapes_only=True)
+    official = read_weights(checkpoint, shapes_only=True)
     _, report = convert_official(official, target, materialize=lambda t: t.to("meta"), device="meta")
     return report, notes
 
@@ -423,7 +353,7 @@ def convert_official_file(checkpoint: str | Path, config_paths: list[str | Path]
     check passes). Tensors that are views of a larger storage (DeepSpeed's flat buffer) are copied,
     so the file holds each weight once and nothing that was dropped."""
     target, notes = target_model(config_paths)
-    official = read_official(checkpoint)
+    official = read_weights(checkpoint)
     converted, report = convert_official(official, target)
     if not report.ok:
         return report, notes
@@ -435,49 +365,7 @@ def convert_official_file(checkpoint: str | Path, config_paths: list[str | Path]
     return report, notes
 
 
-# ----------------------------------------------------------------------------- GLaMM
-
-GLAMM_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "official" / "glamm.yaml"
-
-
-def glamm_target(config_paths: list[str | Path]) -> tuple[dict[str, Tensor], list[str]]:
-    """GLaMM's state dict on the meta device for the configs (no weights read), and notes."""
-    from models.glamm import build_on_meta
-
-    return target_model(config_paths, build=build_on_meta)
-
-
-def folder_config_notes(folder: str | Path, target: Mapping[str, Tensor]) -> list[str]:
-    """Differences between a Hugging Face folder's ``config.json`` geometry and the built model."""
-    path = Path(folder) / "config.json"
-    if not path.is_file():
-        return [f"{path}: not found (geometry taken from the config only)"]
-    config = json.loads(path.read_text())
-    embed = target.get("language_model.model.model.embed_tokens.weight")
-    layers = {int(k.split(".")[4]) for k in target if k.startswith("language_model.model.model.layers.")}
-    built = {"vocab_size": None if embed is None else embed.shape[0],
-             "hidden_size": None if embed is None else embed.shape[1], "num_hidden_layers": len(layers) or None}
-    return [f"{path}: {key} is {config[key]}, the model built has {value}"
-            for key, value in built.items() if key in config and value is not None and config[key] != value]
-
-
-def check_glamm(folder: str | Path, config_paths: list[str | Path] | None = None
-                ) -> tuple[ConversionReport, list[str]]:
-    """Every key and shape of a GLaMM checkpoint folder against GLaMM built on the meta device;
-    reads no weights (a folder of meta tensors checks too)."""
-    target, notes = glamm_target(list(config_paths or [GLAMM_CONFIG]))
-    official = read_official(folder, shapes_only=True)
-    _, report = convert_official(official, target, materialize=lambda t: t.to("meta"), device="meta",
-                                 layout=GLAMM_LAYOUT)
-    return report, notes + (folder_config_notes(folder, target) if Path(folder).is_dir() else [])
-
-
-def load_glamm_state(folder: str | Path, target: Mapping[str, Tensor],
-                     layout: OfficialLayout = GLAMM_LAYOUT) -> tuple[dict[str, Tensor], ConversionReport]:
-    """A GLaMM folder's tensors under ``target``'s names (GLaMM's or, with
-    :data:`GROVE_FROM_GLAMM_LAYOUT`, GROVE's), cast to its dtypes; and the report."""
-    return convert_official(read_official(folder), target, layout=layout)
-
+# ----------------------------------------------------------------------------- GROVE from GLaMM
 
 def init_grove_from_glamm(model, folder: str | Path) -> ConversionReport:
     """Start GROVE (``model``: a :class:`models.grove.Grove`) from GLaMM as the official pre-training does.
@@ -491,7 +379,7 @@ def init_grove_from_glamm(model, folder: str | Path) -> ConversionReport:
     key that does not fit; returns the report (see :func:`init_table`).
     """
     target = model.state_dict()
-    state, report = load_glamm_state(folder, target, layout=GROVE_FROM_GLAMM_LAYOUT)
+    state, report = convert_official(read_weights(folder), target, layout=GROVE_FROM_GLAMM_LAYOUT)
     if not report.ok:
         raise ValueError(f"{folder}: GLaMM does not fit this GROVE:\n{report.table()}")
     with torch.no_grad():
@@ -522,7 +410,7 @@ def check_grove_from_glamm(folder: str | Path, config_paths: list[str | Path]) -
     """The GLaMM start of the configured GROVE, on the meta device (reads no weights): what would
     come from GLaMM, be resized, come from CLIP or start new."""
     target, notes = target_model(config_paths)
-    official = read_official(folder, shapes_only=True)
+    official = read_weights(folder, shapes_only=True)
     _, report = convert_official(official, target, materialize=lambda t: t.to("meta"), device="meta",
                                  layout=GROVE_FROM_GLAMM_LAYOUT)
     return report, notes

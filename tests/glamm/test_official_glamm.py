@@ -6,13 +6,17 @@ one of meta tensors for the check.
 """
 from __future__ import annotations
 
+from core.weights import read_weights
+
 import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
 
-from models.official_checkpoint import GLAMM_LAYOUT, check_glamm, convert_official, glamm_target, read_official
+from glamm.check import check_glamm, glamm_target
+from glamm.checkpoint import GLAMM_LAYOUT
+from models.grove_checkpoint import convert_official
 from tests.fixtures.official_glamm_state import glamm_key_list, glamm_state_dict, save_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +39,7 @@ def tiny_folder(tmp_path_factory) -> Path:
 
 def test_tiny_folder_loads_with_every_key_accounted(tiny_folder, capsys):
     spec = glamm_key_list("tiny")
-    official = read_official(tiny_folder)
+    official = read_weights(tiny_folder)
     assert len(list(tiny_folder.glob("pytorch_model-*.bin"))) == 2
     assert {v.dtype for v in official.values()} == {torch.float32, torch.bfloat16}  # mixed, as released
     assert not any("vision_tower" in k for k in official)
@@ -99,7 +103,7 @@ def test_index_naming_an_absent_shard_is_an_error(tmp_path):
     folder = save_glamm_folder(tmp_path / "g", tokenizer=False)
     (folder / "pytorch_model-00002-of-00002.bin").unlink()
     with pytest.raises(FileNotFoundError, match="pytorch_model-00002-of-00002.bin"):
-        read_official(folder, shapes_only=True)
+        read_weights(folder, shapes_only=True)
 
 
 def test_safetensors_folder_checks_from_headers(tmp_path):
@@ -111,7 +115,7 @@ def test_safetensors_folder_checks_from_headers(tmp_path):
     folder.mkdir()
     save_file({k: state[k] for k in keys[:100]}, str(folder / "model-00001-of-00002.safetensors"))
     save_file({k: state[k] for k in keys[100:]}, str(folder / "model-00002-of-00002.safetensors"))
-    headers = read_official(folder, shapes_only=True)
+    headers = read_weights(folder, shapes_only=True)
     assert all(t.is_meta for t in headers.values())
     report, _ = check_glamm(folder, TINY)
     assert report.ok, report.table()

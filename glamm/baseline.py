@@ -23,8 +23,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from datamodules.video import VideoDecodeError, open_video
-from models.glamm import GLaMM, frame_boxes, ground_in_batches
+from formats.video import VideoDecodeError, open_video
+from glamm.model import GLaMM, frame_boxes, ground_in_batches
 
 LEVELS = ("frame", "video")
 

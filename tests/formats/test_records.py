@@ -6,10 +6,10 @@ import pickle
 import numpy as np
 import pytest
 
-from datamodules.records import (
+from formats.frame_grids import annotation_grid
+from formats.records import (
     GroundedRecord,
     RecordError,
-    annotation_grid,
     read_records,
     strip_tags,
     tagged_phrases,
@@ -17,7 +17,7 @@ from datamodules.records import (
     write_records_pickle,
     write_records_pickle_folder,
 )
-from datamodules.safe_pickle import UnsafePickleError, safe_load, safe_loads
+from formats.safe_pickle import UnsafePickleError, safe_load, safe_loads
 
 SOURCE = "iground_val.pkl"
 

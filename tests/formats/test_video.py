@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from datamodules.video import FrameFolderSource, PyAVVideoSource, VideoDecodeError, open_video, write_video
+from formats.video import FrameFolderSource, PyAVVideoSource, VideoDecodeError, open_video, write_video
 
 NUM_FRAMES, HEIGHT, WIDTH, FPS = 60, 48, 64, 25
 BLOCK = 8  # marker blocks large enough to survive compression
@@ -226,8 +226,8 @@ def test_frames_past_the_end_are_an_error_not_copies(tmp_path):
     """A clip running past its video's end is refused (beyond the documented tolerance), never
     filled with copies of the last frame."""
     from datamodules.grounded_dataset import GroundedClipDataset
-    from datamodules.records import GroundedRecord
-    from datamodules.video import _END_TOLERANCE
+    from formats.records import GroundedRecord
+    from formats.video import _END_TOLERANCE
 
     drawn = marked_frames(3, seed=2)
     mp4 = write_video(tmp_path / "three.mp4", drawn, FPS)

@@ -13,7 +13,7 @@ The parts are built from the project's modules: :class:`GlobalVideoEncoder` (no 
 frame, identity pooling), :class:`GroundingVideoEncoder` (no adapters), :class:`GroveLanguageModel`
 (GLaMM's 32,007-token vocabulary), :class:`QueryProjector`, and segment_anything's
 ``PromptEncoder``/``MaskDecoder``. Weights load from the released folder through
-:mod:`models.official_checkpoint` (``GLAMM_LAYOUT``); the CLIP tower, which the release does not
+:mod:`glamm.checkpoint` (``GLAMM_LAYOUT``); the CLIP tower, which the release does not
 hold, from OpenAI's CLIP weights.
 
 GLaMM's tokenization differs from the current transformers': under the version GLaMM pinned
@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from segment_anything.modeling import MaskDecoder, PromptEncoder, TwoWayTransformer
 from torch import Tensor, nn
 
+from glamm.checkpoint import load_glamm_state
 from models.configs import (
     DecoderConfig,
     GlobalEncoderConfig,
@@ -58,7 +59,7 @@ IMAGE_PREAMBLE = f"The <im_start>{IMAGE_PLACEHOLDER}<im_end> provides an overvie
 GCG_QUESTION = ("Could you please give me a detailed description of the image? Please respond with interleaved "
                 "segmentation masks for the corresponding parts of the answer.")
 ROOT = Path(__file__).resolve().parent.parent
-REAL_CONFIG = ROOT / "configs" / "official" / "glamm.yaml"
+GLAMM_CONFIG = ROOT / "configs" / "official" / "glamm.yaml"
 _MASK_SIZE_FACTOR = 4  # SAM's low-res masks are 4x its embedding grid
 
 
@@ -173,14 +174,12 @@ class GLaMM(nn.Module):
     @classmethod
     def from_folder(cls, folder: str | Path, clip_dir: str | Path | None = None,
                     tokenizer_dir: str | Path | None = None,
-                    config: str | Path | list[str | Path] = REAL_CONFIG, device: str | torch.device = "cpu",
+                    config: str | Path | list[str | Path] = GLAMM_CONFIG, device: str | torch.device = "cpu",
                     dtype: torch.dtype | None = None) -> "GLaMM":
         """GLaMM from a released checkpoint folder (``config.json``, shards, tokenizer files) plus
         OpenAI's CLIP ViT-L/14-336 (``clip_dir``: a file or folder ``global_encoder.checkpoint``
         accepts). The tokenizer is read from ``tokenizer_dir`` (default: ``folder``). Raises naming
         every key of the folder that is unaccounted for, missing or of the wrong shape."""
-        from models.official_checkpoint import load_glamm_state
-
         paths = config if isinstance(config, (list, tuple)) else [config]
         parts = glamm_part_configs(model_configs_from_yaml(list(paths)))
         tokenizer = load_tokenizer_folder(tokenizer_dir or folder, "tokenizer_dir" if tokenizer_dir else "GLaMM folder")

@@ -1,9 +1,9 @@
 """The canonical grounded-clip record (HowToGround1M / iGround, as the GROVE release ships them) and its file formats.
 
 One :class:`GroundedRecord` per clip. ``bboxes[i]`` / ``labels[i]`` describe the i-th frame of the
-clip's 5-fps annotation grid (:func:`annotation_grid`). Readers accept the project's JSON and the
+clip's 5-fps annotation grid (:func:`formats.frame_grids.annotation_grid`). Readers accept the project's JSON and the
 public pickle layouts (one pickle of all records, or a folder of per-key pickles); pickles only go
-through :mod:`datamodules.safe_pickle`. Every validation error names the file, the record key and
+through :mod:`formats.safe_pickle`. Every validation error names the file, the record key and
 the field.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ from core.safe_names import safe_file_name, unsafe_id_reason
 
 import json
 import math
+import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +21,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from datamodules.safe_pickle import safe_load
+from formats.frame_grids import annotation_grid
+from formats.safe_pickle import safe_load
 
-ANNOTATION_FPS = 5
 REQUIRED_FIELDS = (
     "video_fname", "video_id", "clip_id", "fps", "clip_start_frame", "clip_end_frame",
     "width", "height", "caption", "tagged_caption", "phrases", "bboxes", "labels",
@@ -33,16 +34,6 @@ _TAG = re.compile(r"</?p>")
 
 class RecordError(ValueError):
     """An annotation record is malformed; the message names file, key and field."""
-
-
-def annotation_step(fps: float) -> int:
-    """Source-frame stride of the 5-fps annotation grid (at least 1)."""
-    return max(1, int(round(float(fps) / ANNOTATION_FPS)))
-
-
-def annotation_grid(fps: float, start: int, end: int) -> np.ndarray:
-    """Source-frame indices of the annotated frames: ``range(start, end + 1, round(fps / 5))``."""
-    return np.arange(int(start), int(end) + 1, annotation_step(fps), dtype=np.int64)
 
 
 def tagged_phrases(tagged_caption: str) -> list[str]:
@@ -331,8 +322,6 @@ def _pickle_dict(record: GroundedRecord, numpy_boxes: bool) -> dict:
 
 def write_records_pickle(records: Iterable[GroundedRecord], path: str | Path, numpy_boxes: bool = True) -> Path:
     """Public layout: one pickle holding ``{key: record_dict}``."""
-    import pickle
-
     path = Path(path)
     with atomic_write(path, "wb") as f:
         pickle.dump({r.key: _pickle_dict(r, numpy_boxes) for r in records}, f)
@@ -343,11 +332,55 @@ def write_records_pickle_folder(records: Iterable[GroundedRecord], folder: str |
                                 numpy_boxes: bool = True) -> Path:
     """Public layout: one ``{video_id}_{clip_id}.pkl`` per record (the key through
     :func:`core.safe_names.safe_file_name`: unchanged for ordinary ids)."""
-    import pickle
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for r in records:
         with atomic_write(folder / safe_file_name(r.key, ".pkl"), "wb") as f:
             pickle.dump(_pickle_dict(r, numpy_boxes), f)
     return folder
+
+
+# ---------------------------------------------------------------- ground truth by key
+
+ON_CORRUPT = ("skip", "raise")
+GT_SUFFIXES = (".pkl", ".pickle", ".json")
+_READ_ERRORS = (RecordError, pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, OSError)
+
+
+def read_ground_truth(path: str | Path, on_corrupt: str = "skip") -> tuple[dict[str, Any], list[str]]:
+    """GT records by key, and the files of a GT folder that could not be read (skipped under ``skip``).
+
+    A single GT file that cannot be read is always an error naming it; in a folder of per-key
+    files each unreadable file is skipped and listed (``on_corrupt="skip"``, the datasets'
+    default policy) or stops the evaluation with its name (``"raise"``).
+    """
+    if on_corrupt not in ON_CORRUPT:
+        raise ValueError(f"on_corrupt must be one of {ON_CORRUPT}, got {on_corrupt!r}")
+    path = Path(path)
+    if not path.is_dir():
+        return records_by_key(_read_gt_file(path), path), []
+    files = sorted(p for p in path.iterdir() if p.suffix in GT_SUFFIXES)
+    if not files:
+        raise RecordError(f"{path}: folder holds no .pkl/.pickle/.json annotation files")
+    records, corrupt, sources = {}, [], {}
+    for f in files:
+        try:
+            got = _read_gt_file(f)
+        except RecordError as err:
+            if on_corrupt == "raise":
+                raise
+            corrupt.append(f"{f} ({err})")
+            continue
+        records_by_key(got, f, into=records, sources=sources)
+    return records, corrupt
+
+
+def _read_gt_file(path: Path) -> list:
+    try:
+        return read_records(path)
+    except FileNotFoundError:
+        raise
+    except _READ_ERRORS as err:
+        if isinstance(err, RecordError) and str(path) in str(err):
+            raise
+        raise RecordError(f"{path}: cannot read ground truth ({type(err).__name__}: {err})") from None

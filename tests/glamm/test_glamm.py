@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torchvision.ops import masks_to_boxes as torchvision_masks_to_boxes
 
-from models.glamm import GLaMM, glamm_encode, masks_to_boxes
+from glamm.model import GLaMM, glamm_encode, masks_to_boxes
 from models.language_model import load_tokenizer_folder
 from tests.fixtures.official_glamm_state import save_loud_glamm_folder
 
@@ -103,7 +103,7 @@ def test_caption_command_prints_and_draws(folder, frames, tmp_path, capsys):
 
     from PIL import Image
 
-    from datamodules.video import write_video
+    from formats.video import write_video
 
     Image.fromarray(frames[0]).save(tmp_path / "frame.png")
     write_video(tmp_path / "clip.mp4", np.repeat(frames[1:], 5, axis=0), fps=5.0)

@@ -1,4 +1,5 @@
-"""Video access: decode just the frames a clip needs, from a video file or a folder of frame images.
+"""Video access: decode just the frames a clip needs, from a video file or a folder of frame images;
+and the one H.264 writer (:class:`VideoWriter`, :func:`write_video`).
 
 GROVE samples 8 frames per clip (GROVE paper, supp. C), so decoding every frame of an 8-s clip to keep 8 wastes
 most of the work. :class:`PyAVVideoSource` seeks to the keyframe before each wanted frame and
@@ -17,7 +18,7 @@ import logging
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterator, Protocol, Sequence
+from typing import Iterator, Sequence
 
 import av
 import numpy as np
@@ -40,19 +41,6 @@ _DEFAULT_GAP_S = 2.0
 
 class VideoDecodeError(RuntimeError):
     """A video (or frame folder) could not be opened or decoded; the message names the file."""
-
-
-class VideoSource(Protocol):
-    """What the data pipeline needs from a video: its size and rate, and frames by index."""
-
-    num_frames: int
-    fps: float | None
-    width: int
-    height: int
-
-    def read_frames(self, indices: Sequence[int]) -> np.ndarray: ...
-
-    def close(self) -> None: ...
 
 
 def _wanted_frames(indices: Sequence[int], num_frames: int, source: str) -> tuple[np.ndarray, np.ndarray]:
@@ -484,43 +472,78 @@ def open_video(root: str | Path, video_fname: str, **folder_kwargs) -> PyAVVideo
     raise FileNotFoundError(f"video '{video_fname}' not found; tried: {', '.join(str(p) for p in candidates)}")
 
 
-def write_video(path: str | Path, frames: np.ndarray, fps: float, crf: int = 17, gop: int | None = None,
-                preset: str = "veryfast", threads: int | None = None) -> Path:
-    """Encode ``(N, H, W, 3)`` uint8 RGB frames as H.264 (libx264) into ``path``.
+class VideoWriter:
+    """H.264 (libx264) MP4 written chunk by chunk (frames never all in memory), renamed into place on
+    :meth:`close`, so an interrupted write never leaves a file that looks complete (:meth:`abort`
+    removes the partial file).
 
     yuv420p (what every player and decoder handles) needs even sizes; odd sizes are encoded
-    yuv444p instead so the frames keep their exact size. The keyframe interval defaults to one
-    second so reading a few frames seeks cheaply. Written to a temporary name and renamed, so an
-    interrupted write never leaves a file that looks complete.
+    yuv444p instead so the frames keep their exact size. ``gop``: the keyframe interval in frames
+    (None: the encoder's default).
+    """
+
+    def __init__(self, path: str | Path, fps: float, width: int, height: int, crf: int = 20,
+                 preset: str = "veryfast", gop: int | None = None, threads: int | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix}")
+        self.container = av.open(str(self.tmp), "w")
+        try:
+            self.stream = self.container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
+            self.stream.width, self.stream.height = width, height
+            self.stream.pix_fmt = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
+            if gop is not None:
+                self.stream.codec_context.gop_size = gop
+            options = {"crf": str(crf), "preset": preset}
+            if threads is not None:
+                options["threads"] = str(threads)
+            self.stream.options = options
+        except BaseException:
+            self.abort()
+            raise
+        self.count = 0
+
+    def write(self, frames: np.ndarray) -> None:
+        """Append ``(N, H, W, 3)`` uint8 RGB frames."""
+        for array in frames:
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(array), format="rgb24")
+            frame.pts = self.count
+            self.count += 1
+            self.container.mux(self.stream.encode(frame))
+
+    def close(self) -> Path:
+        """Flush the encoder and rename the finished file into place."""
+        try:
+            self.container.mux(self.stream.encode())
+        except BaseException:
+            self.abort()
+            raise
+        self.container.close()
+        self.tmp.replace(self.path)
+        return self.path
+
+    def abort(self) -> None:
+        """Close without finishing; the partial file is removed."""
+        self.container.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+def write_video(path: str | Path, frames: np.ndarray, fps: float, crf: int = 17, gop: int | None = None,
+                preset: str = "veryfast", threads: int | None = None) -> Path:
+    """Encode ``(N, H, W, 3)`` uint8 RGB frames as H.264 into ``path`` (:class:`VideoWriter`).
+
+    The keyframe interval defaults to one second so reading a few frames seeks cheaply.
     """
     frames = np.asarray(frames)
     if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8 or len(frames) == 0:
         raise ValueError(f"{path}: frames must be a non-empty (N, H, W, 3) uint8 array, "
                          f"got {frames.shape} {frames.dtype}")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    height, width = frames.shape[1:3]
     rate = Fraction(fps).limit_denominator(1001)
-    tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
-    container = av.open(str(tmp), "w")
+    writer = VideoWriter(path, fps, frames.shape[2], frames.shape[1], crf=crf, preset=preset,
+                         gop=gop or max(1, int(round(float(rate)))), threads=threads)
     try:
-        stream = container.add_stream("libx264", rate=rate)
-        stream.width, stream.height = width, height
-        stream.pix_fmt = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
-        stream.codec_context.gop_size = gop or max(1, int(round(float(rate))))
-        options = {"crf": str(crf), "preset": preset}
-        if threads is not None:
-            options["threads"] = str(threads)
-        stream.options = options
-        for i, array in enumerate(frames):
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(array), format="rgb24")
-            frame.pts = i
-            container.mux(stream.encode(frame))
-        container.mux(stream.encode())
+        writer.write(frames)
     except BaseException:
-        container.close()
-        tmp.unlink(missing_ok=True)
+        writer.abort()
         raise
-    container.close()
-    tmp.replace(path)
-    return path
+    return writer.close()

@@ -7,13 +7,11 @@
 
 This module writes and reads the weight files and the config of such a folder; what the config
 holds is the model class's business (:mod:`models.pretrained_grove`, :mod:`judge.pretrained`).
-Reading refuses, naming the file: a shard the index names that is missing, a shard that is not
-safetensors, tensors holding NaN (:func:`core.weights.load_state_dict_file`), and weights that do
+Reading (through :func:`core.weights.read_weights`) refuses, naming the file: a shard the index
+names that is missing, a shard that is not safetensors, tensors holding NaN, and weights that do
 not fit the model the config builds (:func:`load_into`).
 """
 from __future__ import annotations
-
-from core.weights import load_state_dict_file
 
 import json
 from pathlib import Path
@@ -112,40 +110,15 @@ def save_weights(state: dict[str, torch.Tensor], folder: str | Path,
 
 
 def load_weights(folder: str | Path) -> dict[str, torch.Tensor]:
-    """The state dict of an exported folder: model.safetensors, or every shard its index names.
+    """The state dict of an exported folder: model.safetensors, or every shard its index names, read by
+    :func:`core.weights.read_weights` (tensors only; NaN refused; a shard the index names but the folder
+    lacks, or that lacks a tensor the index puts there, is an error naming the file)."""
+    from core.weights.files import read_weights
 
-    Every file is read by :func:`core.weights.load_state_dict_file` (tensors only; NaN refused);
-    a shard the index names but the folder lacks, and a tensor the index places in one shard but
-    found in another, are errors naming the file."""
     folder = Path(folder)
-    index_path = folder / INDEX_FILE
-    if not index_path.is_file():
-        single = folder / WEIGHTS_FILE
-        if not single.is_file():
-            raise FileNotFoundError(f"{folder}: neither {WEIGHTS_FILE} nor {INDEX_FILE}; the folder holds no weights")
-        return load_state_dict_file(single, f"{folder.name}/{WEIGHTS_FILE}")
-    try:
-        weight_map = json.loads(index_path.read_text(encoding="utf-8"))["weight_map"]
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise PretrainedFolderError(f"{index_path}: not a safetensors index (no weight_map: {err})") from err
-    shard_names = sorted(set(weight_map.values()))
-    missing = [name for name in shard_names if not (folder / name).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{index_path}: names {len(missing)} shard(s) the folder lacks: {missing}; "
-                                "the download or copy is incomplete")
-    state: dict[str, torch.Tensor] = {}
-    for name in shard_names:
-        shard = load_state_dict_file(folder / name, f"{folder.name}/{name}")
-        misplaced = [k for k in shard if weight_map.get(k) != name]
-        if misplaced:
-            raise PretrainedFolderError(f"{folder / name}: holds tensors the index places elsewhere or not at all, "
-                                        f"e.g. {misplaced[:3]}")
-        state.update(shard)
-    absent = [k for k, name in weight_map.items() if k not in state]
-    if absent:
-        raise PretrainedFolderError(f"{index_path}: {len(absent)} tensor(s) it lists are in no shard, "
-                                    f"e.g. {absent[:3]}")
-    return state
+    if not (folder / INDEX_FILE).is_file() and not (folder / WEIGHTS_FILE).is_file():
+        raise FileNotFoundError(f"{folder}: neither {WEIGHTS_FILE} nor {INDEX_FILE}; the folder holds no weights")
+    return read_weights(folder)
 
 
 def load_into(module: torch.nn.Module, state: dict[str, torch.Tensor], where: str) -> None:

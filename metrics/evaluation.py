@@ -1,0 +1,198 @@
+"""The offline evaluation of a predictions file against ground-truth records, in memory or from files
+(the command is :mod:`metrics.evaluate`). Two protocols (``docs/evaluation_protocols.md``):
+
+* ``project`` (default): :mod:`metrics.grounding`; clips missing from the predictions count as
+  empty predictions and are listed; predicted clips absent from the GT are listed and ignored.
+* ``official``: the GROVE release's ``eval_iground.py`` (:mod:`metrics.official_iground`), for
+  comparison with published figures; it needs the local ``bert-base-uncased`` folder.
+
+Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_validation`) unless
+``invalid="skip"`` drops and counts them; a corrupt file in a GT folder is skipped and counted
+(``on_corrupt="raise"`` stops instead).
+"""
+from __future__ import annotations
+
+import core  # noqa: F401
+from core.bounded_text import METEOR_MAX_CHARS, over_limit
+
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from formats.predictions import load_predictions
+from formats.records import read_ground_truth
+from metrics.grounding import evaluate_grounding, frames_from_prediction, frames_from_record
+from metrics.prediction_validation import validate_predictions
+
+LEVEL_CHOICES = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame")}
+PROTOCOLS = ("project", "official")
+
+
+def filter_by_objectness(pred: Mapping[str, Any], threshold: float, strict: bool = False) -> dict:
+    """Drop boxes whose objectness score is below ``threshold`` (``strict``: not above it);
+    boxes without scores are kept."""
+    frames = []
+    for frame in pred.get("frames", []):
+        scores = frame.get("scores")
+        if scores is None:
+            frames.append(frame)
+            continue
+        keep = [i for i, s in enumerate(scores) if (s > threshold if strict else s >= threshold)]
+        frames.append({**frame, "boxes": [frame["boxes"][i] for i in keep],
+                       "labels": [frame["labels"][i] for i in keep], "scores": [scores[i] for i in keep]})
+    return {**pred, "frames": frames}
+
+
+def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "both",
+                   score_source: str = "constant", text_encoder: Any = "minilm",
+                   caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
+                   capture: bool = True, objectness_threshold: float | None = None,
+                   protocol: str = "project", invalid: str = "error", on_corrupt: str = "skip",
+                   capture_conventions: str = "default", capture_stop_words: str = "authors") -> dict[str, Any]:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    records, corrupt = read_ground_truth(gt_path, on_corrupt)
+    preds = load_predictions(pred_path)
+    if protocol == "official":
+        report = evaluate_official(records, preds, text_encoder, caption_metrics, objectness_threshold,
+                                   invalid=invalid, pred_source=str(pred_path))
+    else:
+        report = evaluate_predictions(records, preds, level, score_source, text_encoder, caption_metrics,
+                                      capture, objectness_threshold, pred_source=str(pred_path), invalid=invalid,
+                                      capture_conventions=capture_conventions,
+                                      capture_stop_words=capture_stop_words)
+    report["corrupt_ground_truth"] = corrupt
+    return report
+
+
+def _validated(records: Mapping[str, Any], preds: Mapping[str, dict], invalid: str, source: str):
+    known = {k: v for k, v in preds.items() if k in records}
+    sizes = {k: (records[k].width, records[k].height) for k in known}
+    return validate_predictions(known, sizes, policy=invalid, source=source)
+
+
+def evaluate_official(records: Mapping[str, Any], preds: Mapping[str, dict], text_encoder: Any,
+                      caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
+                      objectness_threshold: float | None = None, invalid: str = "error",
+                      pred_source: str = "<memory>") -> dict[str, Any]:
+    """The official GROVE protocol (:mod:`metrics.official_iground`) on in-memory records and predictions.
+
+    ``text_encoder``: an encoder instance, or the local ``bert-base-uncased`` folder (loaded with
+    the script's 512-token truncation); ``"exact"``/``"minilm"`` are accepted but are not the
+    official encoder. ``objectness_threshold`` keeps boxes scored strictly above it, as the
+    official inference does.
+    """
+    from metrics.official_iground import evaluate_official_iground
+
+    if text_encoder is None:
+        raise ValueError("the official protocol's recall embeds phrases with bert-base-uncased: give its local "
+                         "folder (--text-encoder PATH)")
+    if isinstance(text_encoder, (str, os.PathLike)):
+        from metrics.text_encoder import HFMeanPoolEncoder, build_text_encoder
+
+        text_encoder = (HFMeanPoolEncoder(text_encoder, max_length=512) if Path(text_encoder).is_dir()
+                        else build_text_encoder(text_encoder))
+    extra = sorted(k for k in preds if k not in records)
+    checked, validation = _validated(records, preds, invalid, pred_source)
+    if objectness_threshold is not None:
+        checked = {k: filter_by_objectness(p, objectness_threshold, strict=True) for k, p in checked.items()}
+    out = evaluate_official_iground(records, checked, text_encoder, caption_metrics, source=pred_source)
+    return {"metrics": {k: float(v) for k, v in out["metrics"].items()}, "num_clips": len(out["scored_clips"]),
+            "missing_predictions": out["unscored_clips"], "ignored_predictions": extra,
+            "invalid_predictions": validation.as_dict(),
+            "settings": {"protocol": "official", "objectness_threshold": objectness_threshold,
+                         "text_encoder": type(text_encoder).__name__, "invalid": invalid}}
+
+
+def distinct_share(captions: Sequence[str]) -> float:
+    """Distinct captions / captions (whitespace- and case-normalised); 0 for no caption."""
+    if not captions:
+        return 0.0
+    return len({" ".join(c.lower().split()) for c in captions}) / len(captions)
+
+
+def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], level: str = "both",
+                         score_source: str = "constant", text_encoder: Any = "minilm",
+                         caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
+                         capture: bool = True, objectness_threshold: float | None = None,
+                         pred_source: str = "<memory>", invalid: str = "error",
+                         capture_conventions: Any = "default", capture_stop_words: Any = "authors",
+                         ) -> dict[str, Any]:
+    """The evaluator on in-memory GT records (key -> record) and predictions (the JSON format predict writes).
+
+    ``invalid``: ``error`` rejects a predicted box that cannot be right (naming clip, frame and
+    field), ``skip`` drops it and counts it in the report's ``invalid_predictions``.
+    """
+    if level not in LEVEL_CHOICES:
+        raise ValueError(f"level must be one of {sorted(LEVEL_CHOICES)}, got {level!r}")
+    missing = sorted(k for k in records if k not in preds)
+    extra = sorted(k for k in preds if k not in records)
+    keys = sorted(records)
+    checked, validation = _validated(records, preds, invalid, pred_source)
+    empty = {"caption": "", "phrases": [], "frames": []}
+    chosen = {k: checked.get(k, empty) for k in keys}
+    if objectness_threshold is not None:
+        chosen = {k: filter_by_objectness(p, objectness_threshold) for k, p in chosen.items()}
+    if text_encoder is None or isinstance(text_encoder, (str, os.PathLike)):
+        from metrics.text_encoder import build_text_encoder
+
+        text_encoder = build_text_encoder(text_encoder)
+    gt = {k: frames_from_record(records[k]) for k in keys}
+    pred_frames = {k: frames_from_prediction(chosen[k], key=k, source=pred_source) for k in keys}
+    results: dict[str, float] = dict(evaluate_grounding(gt, pred_frames, text_encoder=text_encoder,
+                                                        levels=LEVEL_CHOICES[level], score_source=score_source))
+    over_long: list[str] = []
+    if caption_metrics:
+        from metrics.captioning import evaluate_captions
+
+        over_long = sorted(over_limit({k: chosen[k].get("caption", "") for k in keys}, METEOR_MAX_CHARS))
+        results.update(evaluate_captions({k: [records[k].caption] for k in keys},
+                                         {k: chosen[k].get("caption", "") for k in keys}, metrics=caption_metrics))
+    if caption_metrics or capture:
+        # A model that ignores the video writes one caption for every clip and can still beat a
+        # worse constant caption on METEOR/CIDEr: report how many captions are distinct.
+        results["distinct_captions"] = distinct_share([chosen[k].get("caption", "") for k in keys])
+    if capture:
+        from metrics.capture import CaptureScorer
+
+        scored = CaptureScorer(text_encoder=text_encoder, conventions=capture_conventions,
+                               stop_words=capture_stop_words).score(
+            [chosen[k].get("caption", "") for k in keys], [[records[k].caption] for k in keys])
+        results["CAPTURE"] = float(scored["CAPTURE"])
+    return {"metrics": {k: float(v) for k, v in results.items()}, "num_clips": len(keys),
+            "missing_predictions": missing, "ignored_predictions": extra,
+            "invalid_predictions": validation.as_dict(), "over_long_captions": over_long,
+            "settings": {"protocol": "project", "level": level, "score_source": score_source,
+                         "objectness_threshold": objectness_threshold, "invalid": invalid,
+                         "capture_conventions": str(capture_conventions) if capture else None,
+                         "capture_stop_words": str(capture_stop_words) if capture else None}}
+
+
+def format_table(report: Mapping[str, Any]) -> str:
+    rows = [(name, value) for name, value in report["metrics"].items()]
+    width = max(len(n) for n, _ in rows) if rows else 10
+    lines = [f"{'metric':<{width}}  value", f"{'-' * width}  ---------"]
+    for name, value in rows:
+        shown = f"{value:.0f}" if name.startswith("num_") else f"{value:.4f}"
+        lines.append(f"{name:<{width}}  {shown}")
+    lines.append(f"clips evaluated: {report['num_clips']}")
+    official = report.get("settings", {}).get("protocol") == "official"
+    if report["missing_predictions"]:
+        how = "left out, as the official protocol does" if official else "scored as empty"
+        lines.append(f"missing from predictions ({how}): {len(report['missing_predictions'])}: "
+                     + ", ".join(report["missing_predictions"][:20]))
+    invalid = report.get("invalid_predictions") or {}
+    if invalid.get("skipped_boxes"):
+        fields = ", ".join(f"{f}: {n}" for f, n in invalid["by_field"].items() if n)
+        lines.append(f"invalid predicted boxes skipped: {invalid['skipped_boxes']} ({fields}); first: "
+                     + invalid["examples"][0])
+    if report.get("corrupt_ground_truth"):
+        lines.append(f"unreadable ground-truth files skipped: {len(report['corrupt_ground_truth'])}: "
+                     + "; ".join(report["corrupt_ground_truth"][:5]))
+    if report.get("over_long_captions"):
+        lines.append(f"captions over {METEOR_MAX_CHARS} characters, left out of METEOR: "
+                     f"{len(report['over_long_captions'])}: " + ", ".join(report["over_long_captions"][:20]))
+    if report["ignored_predictions"]:
+        lines.append(f"predicted clips not in the GT (ignored): {len(report['ignored_predictions'])}: "
+                     + ", ".join(report["ignored_predictions"][:20]))
+    return "\n".join(lines)

@@ -11,8 +11,8 @@ human (or generated) ratings.
   a miss (``foil_accuracy``); ``foil_accuracy_half_ties`` counts a tie as half, the expected
   accuracy of breaking it at random (the convention of this project's judge commands).
 
-Ties are handled as scipy.stats does. Every function returns NaN where the statistic is undefined
-(fewer than two values, a constant input).
+The correlations themselves are :mod:`metrics.correlation`. Ties are handled as scipy.stats does.
+Every function returns NaN where the statistic is undefined (fewer than two values, a constant input).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from judge.correlation import kendall_tau_b, spearman_rho
+from metrics.correlation import kendall_tau_b, kendall_tau_c, pearson_r, spearman_rho
 
 __all__ = ["kendall_tau_b", "kendall_tau_c", "spearman_rho", "pearson_r", "one_minus_r2", "per_sample_tau",
            "foil_accuracy", "per_annotator_mean", "STATISTICS"]
@@ -35,36 +35,6 @@ def _vectors(x, y) -> tuple[np.ndarray, np.ndarray]:
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise ValueError("agreement statistics need finite inputs (drop unscored items first)")
     return x, y
-
-
-def _tied_pairs(values: np.ndarray) -> int:
-    _, counts = np.unique(values, return_counts=True)
-    return int((counts * (counts - 1) // 2).sum())
-
-
-def kendall_tau_c(x, y) -> float:
-    """Stuart's tau-c: ``2 S / (n^2 (m - 1) / m)`` with ``m`` the smaller number of distinct values.
-
-    ``S`` (concordant minus discordant pairs) is recovered exactly from tau-b and its tie terms.
-    """
-    x, y = _vectors(x, y)
-    n = x.size
-    m = min(np.unique(x).size, np.unique(y).size)
-    if n < 2 or m < 2:
-        return math.nan
-    n0 = n * (n - 1) // 2
-    s = round(kendall_tau_b(x, y) * math.sqrt(float(n0 - _tied_pairs(x)) * float(n0 - _tied_pairs(y))))
-    return 2.0 * s / (n * n * (m - 1) / m)
-
-
-def pearson_r(x, y) -> float:
-    """Pearson's linear correlation coefficient (CAPTURE's PCC)."""
-    x, y = _vectors(x, y)
-    if x.size < 2:
-        return math.nan
-    dx, dy = x - x.mean(), y - y.mean()
-    denom = math.sqrt(float(dx @ dx) * float(dy @ dy))
-    return math.nan if denom == 0 else float(dx @ dy) / denom
 
 
 def one_minus_r2(metric, human) -> float:

@@ -2,6 +2,8 @@
 
 run    annotate videos (Stages 1-3) into OUT/annotations (HowToGround1M per-key pickles) + OUT/report.json
 score  score an output against ground truth with the project's evaluator
+detail-captions  detail captions of images, frames or videos (the CAPTURE paper's five stages)
+compare  the proposed pipeline against its alternatives on the same clips (the GROVE paper's Table 6)
 """
 from __future__ import annotations
 
@@ -50,6 +52,26 @@ def _score(args) -> dict:
     return report
 
 
+def _compare(args) -> dict:
+    from annotation.compare import run_compare
+
+    result = run_compare(args.config, args.out, progress=not args.no_progress)
+    print((Path(args.out) / "table6.md").read_text())
+    print(f"written: {Path(args.out) / 'table6.md'}, {Path(args.out) / 'table6.json'}")
+    return result
+
+
+def _detail(args) -> dict:
+    from annotation.detail_caption_command import run_detail_captions
+
+    refuse_input_as_output(args.out, {f"input {i}": i for i in args.inputs})
+    result = run_detail_captions(args.config, args.inputs, args.out, args.frames_per_video)
+    for key, item in result["captions"].items():
+        print(f"{key}: {item['caption']}")
+    print(f"written: {args.out}")
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m annotation", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -79,13 +101,22 @@ def main(argv: Sequence[str] | None = None) -> dict:
     score.add_argument("--caption-metrics", default="BLEU-4,METEOR,ROUGE-L,CIDEr",
                        help="comma-separated; empty to skip (METEOR and the tokenizer need Java)")
     score.add_argument("--no-capture", action="store_true", help="skip CAPTURE")
+    compare = sub.add_parser("compare", help="Table 6: the proposed pipeline vs its alternatives, scored")
+    compare.add_argument("--config", required=True, help="comparison YAML (data, base, rows)")
+    compare.add_argument("--out", required=True, help="output folder: table6.md, table6.json, runs/<row>/")
+    compare.add_argument("--no-progress", action="store_true", help="no progress bars")
+    detail = sub.add_parser("detail-captions", help="detail captions (CAPTURE paper, sec. 4.1) of images/videos")
+    detail.add_argument("--config", required=True, help="YAML with 'detail_captions' (stage models) and 'llm'")
+    detail.add_argument("--out", required=True, help="output JSON file")
+    detail.add_argument("--frames-per-video", type=positive_int, default=None, help="frames captioned per video")
+    detail.add_argument("inputs", nargs="+", help="images, folders of frame images, or videos")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     from annotation.config import ConfigError
     from formats.records import RecordError
 
     try:
-        return _run(args) if args.command == "run" else _score(args)
+        return {"run": _run, "score": _score, "compare": _compare, "detail-captions": _detail}[args.command](args)
     except (ConfigError, RecordError, FileNotFoundError, NotADirectoryError, ValueError) as err:
         raise SystemExit(f"error: {err}") from None
 

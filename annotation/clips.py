@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
 
+from annotation.howtocaption import is_parquet_source, read_howtocaption
 from formats.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES, VideoDecodeError, open_video
 
 log = logging.getLogger(__name__)
@@ -127,13 +128,17 @@ def clips_from_videos(folder: str | Path, seconds: float | None = None, min_seco
     return specs, skipped
 
 
-def read_timestamps(path: str | Path) -> dict[str, list[tuple[float, float]]]:
+def read_timestamps(path: str | Path, video_ids: Iterable[str] | None = None) -> dict[str, list[tuple[float, float]]]:
     """HowToCaption clip spans per video: ``{video_id: [(start_s, end_s), ...]}``.
 
     The file (JSON, or a pickle read through the restricted unpickler) maps each HowTo100M video id
     to ``{"start": [...], "end": [...], "text": [...]}`` in seconds, HowTo100M's ``caption.json``
-    layout that HowToCaption keeps; a list of ``{"start", "end"}`` entries per video is read too.
+    layout that HowToCaption keeps; a list of ``{"start", "end"}`` entries per video is read too;
+    so is the hub's parquet (a file, a folder or a glob of them: :mod:`annotation.howtocaption`),
+    keeping only ``video_ids`` when given (a split lists about a million videos).
     """
+    if is_parquet_source(path):  # the hub's parquet splits (annotation.howtocaption)
+        return read_howtocaption(path, video_ids)
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"clips.timestamps: {path} does not exist")
@@ -165,9 +170,10 @@ def clips_from_timestamps(folder: str | Path, timestamps: str | Path, min_second
     """The HowToCaption clips of the videos under ``folder``: clip ``i`` of a video spans its i-th
     ``[start, end)`` seconds (frames ``round(start * fps)`` to ``round(end * fps) - 1``, within the
     video). Clips shorter than ``min_seconds`` are dropped; videos without timestamps are skipped."""
-    spans = read_timestamps(timestamps)
+    videos = find_videos(folder)
+    spans = read_timestamps(timestamps, [video_id_of(v) for v in videos])
     specs, skipped = [], []
-    for v in find_videos(folder):
+    for v in videos:
         vid = video_id_of(v)
         if vid not in spans:
             skipped.append(SkippedClip(f"{vid}_*", v, f"{v}: no clips for video id '{vid}' in {timestamps}"))

@@ -54,22 +54,25 @@ def backend_classes() -> dict[str, dict[str, type]]:
     from annotation.caption_aggregation import LLMCaptionAggregator, RuleCaptionAggregator
     from annotation.chat_openai import OpenAIChat
     from annotation.chat_transformers import TransformersChat
+    from annotation.detail_caption_stage1 import DetailCaptionFrameAnnotator
     from annotation.glamm_frame_annotator import GLaMMFrameAnnotator
     from annotation.hf_frame_annotator import CaptionerDetectorFrameAnnotator
     from annotation.noisy_oracle import NoisyOracleFrameAnnotator
     from annotation.phrase_classification import EmbeddingPhraseClassifier, LLMPhraseClassifier
+    from annotation.tracker_stage3 import CoTrackerStage3, OracleTrackerStage3, SAM2Stage3
 
     return {
         "stage1": {"noisy_oracle": NoisyOracleFrameAnnotator, "captioner_detector": CaptionerDetectorFrameAnnotator,
-                   "glamm": GLaMMFrameAnnotator},
+                   "glamm": GLaMMFrameAnnotator, "detail_captions": DetailCaptionFrameAnnotator},
         "stage2": {"rule": RuleCaptionAggregator, "llm": LLMCaptionAggregator},
-        "stage3": {"embedding": EmbeddingPhraseClassifier, "llm": LLMPhraseClassifier},
+        "stage3": {"embedding": EmbeddingPhraseClassifier, "llm": LLMPhraseClassifier, "cotracker": CoTrackerStage3,
+                   "sam2": SAM2Stage3, "oracle_tracker": OracleTrackerStage3},
         "llm": {"transformers": TransformersChat, "openai": OpenAIChat},
     }
 
 
 # options the pipeline passes itself (not set in YAML)
-_INTERNAL = {"truth", "records", "parser", "chat", "text_encoder", "self"}
+_INTERNAL = {"truth", "records", "parser", "chat", "text_encoder", "self", "sam_model"}
 
 
 def _check_backend(config: dict, section: str, where: str) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from annotation.box_tracking import Track
 from annotation.clips import ClipSpec
 
 
@@ -41,6 +42,7 @@ class ClipFrameAnnotations:
     width: int
     height: int
     frames: list[FrameAnnotation] = field(default_factory=list)
+    tracks: list | None = None  # tracker Stage 3 backends: one Track per key-frame box
 
     @property
     def key(self) -> str:
@@ -52,11 +54,15 @@ class ClipFrameAnnotations:
             "end_frame": self.end_frame, "width": self.width, "height": self.height,
             "frames": [{"frame": f.frame, "caption": f.caption, "phrases": list(f.phrases),
                         "boxes": f.boxes.tolist(), "scores": f.scores.tolist()} for f in self.frames],
+            "tracks": None if self.tracks is None else [t.to_dict() for t in self.tracks],
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> "ClipFrameAnnotations":
         frames = [FrameAnnotation(f["frame"], f["caption"], list(f["phrases"]), f["boxes"], f["scores"])
                   for f in data["frames"]]
+        tracks = data.get("tracks")
+        if tracks is not None:
+            tracks = [Track.from_dict(t) for t in tracks]
         return cls(ClipSpec.from_dict(data["spec"]), data["fps"], data["start_frame"], data["end_frame"],
-                   data["width"], data["height"], frames)
+                   data["width"], data["height"], frames, tracks)

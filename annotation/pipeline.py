@@ -6,6 +6,7 @@ the seconds spent in each stage, which the report turns into clips per second.
 """
 from __future__ import annotations
 
+import inspect
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -39,6 +40,12 @@ class FrameWorker:
         if config["stage1"]["backend"] == "noisy_oracle":
             options["truth"] = truth
         self.stage1 = cls(**options)
+        self.tracker = None  # a tracker Stage 3 tracks here, where the pixels are
+        cls, options = backend_options(config, "stage3")
+        if getattr(cls, "needs_pixels", False):
+            if "truth" in inspect.signature(cls.__init__).parameters:
+                options["truth"] = truth
+            self.tracker = cls(**options)
 
     def run(self, specs: list[ClipSpec]) -> tuple[list[ClipFrameAnnotations | SkippedClip], dict[str, float]]:
         timings: dict[str, float] = defaultdict(float)
@@ -52,15 +59,20 @@ class FrameWorker:
         timings["decode"] += time.perf_counter() - start
         start = time.perf_counter()
         readable = [d for d in decoded if isinstance(d, DecodedClip)]
-        frames = iter(self.stage1.annotate(readable)) if readable else iter(())
+        annotated = self.stage1.annotate(readable) if readable else []
+        timings["stage1"] += time.perf_counter() - start
+        start = time.perf_counter()
+        tracks = self.tracker.track(readable, annotated) if self.tracker is not None and readable else None
+        if tracks is not None:
+            timings["stage3_tracking"] += time.perf_counter() - start
+        frames, tracks = iter(annotated), iter(tracks or ())
         out: list[ClipFrameAnnotations | SkippedClip] = []
         for d in decoded:
             if isinstance(d, SkippedClip):
                 out.append(d)
             else:
                 out.append(ClipFrameAnnotations(d.spec, d.fps, d.start_frame, d.end_frame, d.width, d.height,
-                                                next(frames)))
-        timings["stage1"] += time.perf_counter() - start
+                                                next(frames), next(tracks, None)))
         return out, dict(timings)
 
 
@@ -81,6 +93,8 @@ class TextWorker:
         cls, options = backend_options(config, "stage3")
         if config["stage3"]["backend"] == "llm":
             options.update(chat=chat, max_retries=options.get("max_retries", retries))
+        if getattr(cls, "needs_pixels", False):
+            options.pop("truth", None)
         self.stage3 = cls(**options)
         self.same_class_boxes = config["tracks"]["same_class_boxes"]
         self.min_boxes = int(config["tracks"]["min_boxes"])
@@ -91,6 +105,8 @@ class TextWorker:
         captions = self.stage2.aggregate(clips) if clips else []
         timings["stage2"] = time.perf_counter() - start
         start = time.perf_counter()
+        if getattr(self.stage3, "needs_pixels", False):  # boxes from the tracks made in the frame worker
+            clips = [self.stage3.tracked_frames(clip) for clip in clips]
         todo = [(clip, cap) for clip, cap in zip(clips, captions) if isinstance(cap, VideoCaption)]
         tasks = [ClassificationTask(clip.key, tuple(dict.fromkeys(p for f in clip.frames for p in f.phrases)),
                                     cap.phrases) for clip, cap in todo]

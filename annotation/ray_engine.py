@@ -25,7 +25,7 @@ from annotation.outcomes import Rejection
 from formats.records import GroundedRecord
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TIMED = ("decode", "stage1", "stage2", "stage3", "tracks")
+TIMED = ("decode", "stage1", "stage3_tracking", "stage2", "stage3", "tracks")
 # what a cluster job does not need from the repository
 _UPLOAD_EXCLUDES = [".git", ".venv", "data", "runs", "lightning_logs", "**/*.pkl", "**/*.mp4", "**/*.ckpt",
                     "**/*.safetensors", "**/*.bin", "**/*.pth", "**/__pycache__"]
@@ -145,7 +145,8 @@ class RayEngine:
         context.enable_progress_bars = bool(self.progress)
         gpus = options.get("gpus_per_frame_actor")
         if gpus is None:
-            uses_model = self.config["stage1"]["backend"] != "noisy_oracle"
+            uses_model = (self.config["stage1"]["backend"] != "noisy_oracle"
+                          or self.config["stage3"]["backend"] in ("cotracker", "sam2"))  # trackers run here
             gpus = 1 if uses_model and ray.cluster_resources().get("GPU", 0) > 0 else 0
         cpus = float(options["cpus_per_actor"])
         items = [{"spec": json.dumps(s.to_dict())} for s in specs]
@@ -162,6 +163,6 @@ class RayEngine:
         for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy"):
             results = [result_of(k, p) for k, p in zip(batch["kind"], batch["payload"])]
             readable = sum(not isinstance(r, SkippedClip) for r in results)
-            frame_t = {s: float(np.sum(batch[f"t_{s}"])) for s in ("decode", "stage1")}
+            frame_t = {s: float(np.sum(batch[f"t_{s}"])) for s in ("decode", "stage1", "stage3_tracking")}
             text_t = {s: float(np.sum(batch[f"t_{s}"])) for s in ("stage2", "stage3", "tracks")}
             yield results, {**frame_t, **text_t}, len(results), readable

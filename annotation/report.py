@@ -16,7 +16,7 @@ from pathlib import Path
 from annotation.clips import SkippedClip
 from annotation.outcomes import Rejection
 
-STAGES = ("decode", "stage1", "stage2", "stage3", "tracks")
+STAGES = ("decode", "stage1", "stage3_tracking", "stage2", "stage3", "tracks")
 
 
 def reason_kind(reason: str) -> str:

@@ -13,6 +13,7 @@ from annotation.report import RunReport
 from formats.records import GroundedRecord, read_records
 
 log = logging.getLogger(__name__)
+FRAME_STAGES = ("decode", "stage1", "stage3_tracking")  # timed per planned clip; the others per readable clip
 
 
 def plan_clips(config: dict, videos: str | Path, truth: str | Path | None, limit: int | None = None):
@@ -70,8 +71,8 @@ def run_annotation(config: dict, config_files: list[str], videos: str | Path, ou
                 elif isinstance(result, SkippedClip):
                     log.warning("skipped %s: %s", result.key, result.reason)
                     report.skipped.append(result)
-            report.add_timings({k: v for k, v in timings.items() if k in ("decode", "stage1")}, clips)
-            report.add_timings({k: v for k, v in timings.items() if k not in ("decode", "stage1")}, readable)
+            report.add_timings({k: v for k, v in timings.items() if k in FRAME_STAGES}, clips)
+            report.add_timings({k: v for k, v in timings.items() if k not in FRAME_STAGES}, readable)
             report.write(output.root / "report.json", _totals(output))
     output.close()
     return report.write(output.root / "report.json", _totals(output))

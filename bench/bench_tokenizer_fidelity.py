@@ -1,7 +1,7 @@
 """Share of random grounded captions whose training ids and labels equal the released GROVE's, per
 LLaMA tokenizer folder layout, with this project's loader and with the folder's own settings.
 
-The released rules are the test suite's (``tests/models/official_llama_rules.py``); the real LLaMA
+The released rules are :mod:`models.official_tokenization` (the test suite's reference); the real LLaMA
 vocabulary comes from $GROVE_LLAMA_TOKENIZER_DIR or ../shared/llama_tokenizer:
 
     PYTHONPATH=. .venv/bin/python bench/bench_tokenizer_fidelity.py [--captions 1000]
@@ -12,7 +12,6 @@ import core  # noqa: F401
 
 import argparse
 import json
-import os
 import random
 import shutil
 import tempfile
@@ -21,8 +20,8 @@ from pathlib import Path
 from transformers import AutoTokenizer
 
 from models.language_model import load_tokenizer_folder
+from models.official_tokenization import ENV_VAR, OfficialRules, llama_tokenizer_root, random_caption
 from models.prompting import OFFICIAL_QUESTIONS, GroundedCaptionPrompter, add_grove_tokens
-from tests.models.official_llama_rules import ENV_VAR, SHARED_LLAMA, OfficialRules, random_caption
 
 
 def layouts(root: Path, scratch: Path) -> dict[str, Path]:
@@ -57,8 +56,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--captions", type=int, default=1000)
     args = parser.parse_args()
-    root = Path(os.environ.get(ENV_VAR) or SHARED_LLAMA)
-    if not (root / "glamm" / "tokenizer.model").is_file() or not (root / "llama_json" / "tokenizer.json").is_file():
+    root, found = llama_tokenizer_root()
+    if not found:
         print(f"skipped: no LLaMA vocabulary in {root} (set {ENV_VAR} to a folder with glamm/ and llama_json/)")
         return
     rules = OfficialRules(root / "glamm" / "tokenizer.model")

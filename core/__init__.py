@@ -1,2 +1,9 @@
-"""Shared low-level pieces: the torchvision compatibility shim and pure-torch box ops."""
+"""Low-level pieces every package may use, importing nothing of the project's above them.
+
+The torchvision compatibility shim (imported here, so ``import core`` must come before torchvision),
+box ops, image preprocessing, drawing, safe file names and atomic output files, bounds on text,
+argparse types, paths of generated data, the OpenAI-compatible chat request, the recursive config
+merge and config loading (:mod:`core.config_loader`), and the one home for weights and checkpoints
+(:mod:`core.weights`).
+"""
 from core import torchvision_compat as _torchvision_compat  # noqa: F401  (must run before torchvision)

@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader
 
 from datamodules.epoch_sampler import EpochDataLoader, EpochIndexSampler
 from datamodules.grounded_dataset import ON_ERROR, GroundedClipDataset, GroundedCollate
+from formats.hub_jsonl import is_jsonl, open_jsonl_records
 from formats.records import read_records
 
 
@@ -91,9 +92,13 @@ class GroundedVideoDataModule(L.LightningDataModule):
     # The dataset class and how a split's records are read: subclasses for other public layouts
     # (VidSTG, ActivityNet-Entities) or lazy reading (HowToGround1M) replace these two.
     dataset_class = GroundedClipDataset
+    collate_class = GroundedCollate
 
     def load_records(self, split: str, path: Path):
-        """The records of one split: a list, or any lazy ``Sequence`` of GroundedRecord."""
+        """The records of one split: a list, or any lazy ``Sequence`` of GroundedRecord (a hub JSONL
+        training file is read lazily through its line index)."""
+        if split == "train" and is_jsonl(path):
+            return open_jsonl_records(path)
         return read_records(path)
 
     def make_dataset(self, split: str) -> GroundedClipDataset:
@@ -142,7 +147,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
             batch_size=batch_size,
             sampler=EpochIndexSampler(len(dataset), shuffle=train, seed=hp.seed),
             num_workers=hp.num_workers,
-            collate_fn=GroundedCollate(self.prompter, train=train, seed=hp.seed),
+            collate_fn=self.collate_class(self.prompter, train=train, seed=hp.seed),
             persistent_workers=hp.num_workers > 0,
             drop_last=False,
         )
@@ -203,7 +208,9 @@ class SyntheticGroundedDataModule(GroundedVideoDataModule):
         )
 
     def annotation_path(self, split: str) -> str | None:
-        return str(self.root / "annotations" / f"{split}.json")
+        """The generated ``annotations/<split>.json``, unless ``<split>_annotations`` names another
+        file of the same clips (e.g. written in the hub's JSONL layout)."""
+        return getattr(self.hparams, f"{split}_annotations") or str(self.root / "annotations" / f"{split}.json")
 
     def resolved_video_root(self, split: str) -> str | None:
         return str(self.root / "videos")

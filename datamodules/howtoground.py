@@ -12,7 +12,8 @@ Layouts read (as the HowToGround1M and iGround releases ship them):
   ``preprocess_howtoground_annot.py`` writes), optionally restricted to the keys of a keys file
   (a pickled, JSON or one-per-line list, like the public ``train_keys_deduplicated.pkl``);
 * one pickle of all records ``{key: record}`` (``HowToGround1M.pkl``, ``iGround_*_raw.pkl``, ...);
-* the project's JSON ``{"records": [...]}``.
+* the project's JSON ``{"records": [...]}``;
+* the Hugging Face hub's JSONL (:mod:`formats.hub_jsonl`), indexed in place (byte spans of its lines).
 
 A single-file layout cannot be read one record at a time, so it is loaded once (through the
 restricted unpickler) and rewritten as a packed file of independently pickled records plus their
@@ -39,6 +40,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
+from formats.hub_jsonl import build_jsonl_index, is_jsonl, open_jsonl_records
+from formats.keys_files import read_keys_file
 from formats.records import REQUIRED_FIELDS, GroundedRecord, RecordError, read_records
 from formats.safe_pickle import safe_load, safe_loads
 
@@ -77,24 +80,6 @@ def _single_record(data: Any, source: str) -> GroundedRecord:
         (key, value), = data.items()
         return GroundedRecord.from_dict(value, source, key=str(key))
     raise RecordError(f"{source}: expected one record (a dict with the fields {', '.join(REQUIRED_FIELDS)})")
-
-
-def read_keys_file(path: str | Path) -> list[str]:
-    """Keys from a pickled / JSON list (or set/array) of keys, or a text file with one key per line."""
-    path = Path(path)
-    if path.suffix in (".pkl", ".pickle"):
-        data = safe_load(path)
-    elif path.suffix == ".json":
-        data = json.loads(path.read_text())
-    else:
-        data = [line.strip() for line in path.read_text().splitlines() if line.strip()]
-    if isinstance(data, Mapping):
-        data = list(data)
-    if isinstance(data, np.ndarray):
-        data = data.tolist()
-    if not isinstance(data, (list, tuple, set, frozenset)):
-        raise RecordError(f"{path}: expected a list of record keys, got {type(data).__name__}")
-    return [str(k) for k in data]
 
 
 def merge_instances(record: GroundedRecord) -> GroundedRecord:
@@ -235,6 +220,8 @@ def build_index(annotations: str | Path, index_dir: str | Path | None = None,
     annotations = Path(annotations)
     if not annotations.exists():
         raise FileNotFoundError(f"annotation path {annotations} does not exist")
+    if is_jsonl(annotations):  # the hub's JSONL is indexed where it lies (formats.hub_jsonl)
+        return build_jsonl_index(annotations, index_dir, restrict_to=keys_file, rebuild=rebuild)
     keys_path = Path(keys_file) if keys_file is not None else None
     if keys_path is not None and not keys_path.exists():
         raise FileNotFoundError(f"keys file {keys_path} does not exist")
@@ -373,6 +360,8 @@ class LazyRecords(Sequence):
 def open_lazy_records(annotations: str | Path, index_dir: str | Path | None = None,
                       keys_file: str | Path | None = None) -> LazyRecords:
     """Build the index if needed and return the lazy records."""
+    if is_jsonl(annotations):
+        return open_jsonl_records(annotations, index_dir, restrict_to=keys_file)
     return LazyRecords(build_index(annotations, index_dir, keys_file))
 
 

@@ -30,8 +30,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from judge.correlation import kendall_tau_b
 from judge.targets import substituted_spans
+from metrics.correlation import kendall_tau_b
 
 KINDS = ("unchanged", "object", "action")
 

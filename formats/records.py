@@ -22,6 +22,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from formats.frame_grids import annotation_grid
+from formats.jsonl_rows import raw_rows
+from formats.record_errors import RecordError
 from formats.safe_pickle import safe_load
 
 REQUIRED_FIELDS = (
@@ -30,10 +32,6 @@ REQUIRED_FIELDS = (
 )
 PHRASE_TAG = re.compile(r"<p>\s*(.*?)\s*</p>", re.DOTALL)
 _TAG = re.compile(r"</?p>")
-
-
-class RecordError(ValueError):
-    """An annotation record is malformed; the message names file, key and field."""
 
 
 def tagged_phrases(tagged_caption: str) -> list[str]:
@@ -262,10 +260,13 @@ def _records_from_container(data, source: str) -> list[GroundedRecord]:
 
 
 def read_records(path: str | Path) -> list[GroundedRecord]:
-    """Read records from the project's JSON, a pickle of all records, or a folder of per-key pickles/JSONs."""
+    """Read records from the project's JSON, a pickle of all records, a folder of per-key pickles/JSONs,
+    or a hub JSONL file (with its ``_keys`` companion when one lies beside it)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"annotation path {path} does not exist")
+    if path.suffix.lower() == ".jsonl":  # the Hugging Face hub's layout (formats.jsonl_rows)
+        return read_jsonl_records(path)
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in (".pkl", ".pickle", ".json"))
         if not files:
@@ -275,6 +276,25 @@ def read_records(path: str | Path) -> list[GroundedRecord]:
             records.extend(_records_from_container(_load_file(f), str(f)))
         return records
     return _records_from_container(_load_file(path), str(path))
+
+
+def read_jsonl_records(path: str | Path, keys: str | Path | None = None,
+                       clip_boxes: bool = True) -> list[GroundedRecord]:
+    """Every record of a hub JSONL file (``keys``: its ``_keys`` companion; default: found beside it).
+
+    For small files (iGround's splits) and tools that want every record; a training file goes
+    through :func:`formats.hub_jsonl.open_jsonl_records`. A key on two lines is an error naming both.
+    """
+    records, seen = [], {}
+    for number, raw in raw_rows(path, keys):
+        record = GroundedRecord.from_dict(raw, f"{path}, line {number}", key=f"{raw['video_id']}_{raw['clip_id']}",
+                                          clip_boxes=clip_boxes)
+        if record.key in seen:
+            raise RecordError(f"{path}: clip key '{record.key}' appears twice (lines {seen[record.key]} and "
+                              f"{number}); keys must be unique")
+        seen[record.key] = number
+        records.append(record)
+    return records
 
 
 def records_by_key(records: Iterable[GroundedRecord], source: str | Path,

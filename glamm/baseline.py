@@ -5,10 +5,12 @@ caption. Two ways to turn it into a grounded video caption, both scored by ``met
 
 * ``frame``: GLaMM's own grounded caption on every annotated frame; each frame keeps its own
   phrases and boxes, the clip's caption is the centre frame's (GLaMM has no video caption).
-* ``video``: the centre frame's caption is the clip's caption and its phrases the clip's phrases
-  (the paper's "Center" set-up); every annotated frame is grounded with that caption
-  (teacher-forced, GLaMM's [SEG] masks for those phrases), so each phrase gets a box wherever
-  GLaMM's mask for it is not empty.
+* ``video``: the centre frame's caption is the clip's caption and its phrases the clip's phrases;
+  every annotated frame is grounded with that caption (teacher-forced, GLaMM's [SEG] masks for
+  those phrases), so each phrase gets a box wherever GLaMM's mask for it is not empty.
+* ``center``: the paper's "Center" set-up (Table 2 row a): GLaMM's own grounded caption of the
+  centre annotated frame (:mod:`metrics.center_frame`), and that frame only; one GLaMM call per
+  clip. Score it with ``metrics.evaluate --level center``.
 
 With ``teacher_forced``, the ground-truth caption replaces GLaMM's own on every frame (grounding a
 known caption, as for VidSTG): a grounding-only reference point.
@@ -25,8 +27,9 @@ import numpy as np
 
 from formats.video import VideoDecodeError, open_video
 from glamm.model import GLaMM, frame_boxes, ground_in_batches
+from metrics.center_frame import centre_position
 
-LEVELS = ("frame", "video")
+LEVELS = ("frame", "video", "center")
 
 
 def clip_prediction(model: GLaMM, frames: np.ndarray, frame_indices: Iterable[int], level: str = "video",
@@ -36,7 +39,12 @@ def clip_prediction(model: GLaMM, frames: np.ndarray, frame_indices: Iterable[in
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
     indices = [int(i) for i in frame_indices]
-    centre = len(indices) // 2
+    centre = centre_position(len(indices))
+    if level == "center" and caption is None:
+        head = model.ground(frames[centre:centre + 1], max_new_tokens=max_new_tokens)[0]
+        labels, boxes, scores = frame_boxes(head) if head.phrases else ([], [], [])
+        return {"caption": head.caption, "tagged_caption": head.tagged_caption, "phrases": list(head.phrases),
+                "frames": [{"frame": indices[centre], "boxes": boxes, "labels": labels, "scores": scores}]}
     if caption is not None:
         results = ground_in_batches(model, frames, batch_size, captions=[caption] * len(frames))
         head = results[centre]
@@ -64,12 +72,15 @@ def predict_records(model: GLaMM, records: Mapping[str, object], video_root: str
     not be read, with the reason. ``teacher_forced``: ground each clip's own caption."""
     preds, skipped = {}, {}
     for key, record in records.items():  # one clip at a time: each is one size, its frames batched
+        indices = record.frame_indices
+        if level == "center" and not teacher_forced:  # only the centre frame is decoded
+            indices = indices[centre_position(len(indices)):][:1]
         try:
             with open_video(video_root, record.video_fname) as source:
-                frames = source.read_frames(record.frame_indices)
+                frames = source.read_frames(indices)
         except (VideoDecodeError, FileNotFoundError, IndexError, OSError) as err:
             skipped[key] = str(err)
             continue
         caption = record.tagged_caption if teacher_forced else None
-        preds[key] = clip_prediction(model, frames, record.frame_indices, level, batch_size, max_new_tokens, caption)
+        preds[key] = clip_prediction(model, frames, indices, level, batch_size, max_new_tokens, caption)
     return preds, skipped

@@ -14,7 +14,8 @@ official pre-training's start) and prints which tensors come from GLaMM, from CL
 ``caption`` prints each frame's grounded caption and writes the frame with its phrases' boxes drawn.
 ``baseline`` writes the GROVE paper's GLaMM baselines for ground-truth clips in the prediction
 format (:mod:`glamm.baseline`: ``frame``, each frame's own caption and boxes; ``video``,
-the centre frame's caption and its phrases grounded on every annotated frame).
+the centre frame's caption and its phrases grounded on every annotated frame; ``center``, the centre
+frame's own caption and boxes alone, the paper's Center set-up).
 """
 from __future__ import annotations
 
@@ -123,8 +124,9 @@ def _baseline(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(preds, indent=1))
     how = "teacher-forced" if args.teacher_forced else f"{args.level} level"
+    level = " --level center" if args.level == "center" and not args.teacher_forced else ""
     print(f"wrote {len(preds)} clip predictions ({how}) to {out}; score them with\n"
-          f"  python -m metrics.evaluate --gt {args.gt} --pred {out}")
+          f"  python -m metrics.evaluate --gt {args.gt} --pred {out}{level}")
     return 0
 
 
@@ -154,9 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     baseline.add_argument("--config", action="append", help="GLaMM geometry (default configs/official/glamm.yaml)")
     baseline.add_argument("--gt", required=True, help="ground-truth annotations (any layout the project reads)")
     baseline.add_argument("--videos", required=True, help="the clips' video folder")
-    baseline.add_argument("--level", default="video", choices=("frame", "video"),
+    baseline.add_argument("--level", default="video", choices=("frame", "video", "center"),
                           help="frame: each frame's own caption and boxes; video: the centre frame's caption, "
-                               "its phrases grounded on every frame")
+                               "its phrases grounded on every frame; center: the centre frame alone (the paper's "
+                               "Center set-up: score with metrics.evaluate --level center)")
     baseline.add_argument("--teacher-forced", action="store_true",
                           help="ground each clip's ground-truth caption on every frame (a grounding-only reference)")
     baseline.add_argument("--out", required=True, help="predictions JSON to write")

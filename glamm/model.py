@@ -26,6 +26,7 @@ from __future__ import annotations
 import core  # noqa: F401  (torchvision compatibility before segment_anything imports it)
 from core.image_preprocessing import preprocess_global, preprocess_grounding
 
+import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -55,9 +56,12 @@ SEG_TOKEN = "[SEG]"
 GLAMM_TOKENS = ("<im_start>", "<im_end>", "<bbox>", "<point>", SEG_TOKEN, PHRASE_START, PHRASE_END)
 IMAGE_PLACEHOLDER = "<image>"
 IMAGE_PREAMBLE = f"The <im_start>{IMAGE_PLACEHOLDER}<im_end> provides an overview of the picture.\n"
-# The question of GLaMM's GCG evaluation script.
+# The question GLaMM's GCG evaluation script (eval/gcg/infer.py) really sends: its string literal
+# continues over a line break with a backslash, which keeps the space before the backslash and the
+# next line's four spaces of indentation, so "interleaved" and "segmentation" are five spaces apart
+# (one "▁▁▁▁" token more than a single space on the LLaMA vocabulary).
 GCG_QUESTION = ("Could you please give me a detailed description of the image? Please respond with interleaved "
-                "segmentation masks for the corresponding parts of the answer.")
+                "    segmentation masks for the corresponding parts of the answer.")
 ROOT = Path(__file__).resolve().parent.parent
 GLAMM_CONFIG = ROOT / "configs" / "official" / "glamm.yaml"
 _MASK_SIZE_FACTOR = 4  # SAM's low-res masks are 4x its embedding grid
@@ -135,6 +139,45 @@ def glamm_part_configs(configs: dict) -> dict:
             "decoder": configs["decoder"]}
 
 
+# LlamaConfig settings a GLaMM folder's config.json fixes for the LLM (the architecture's numbers and
+# its normalisation, activation and rotary settings).
+FOLDER_LLM_SETTINGS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                       "num_key_value_heads", "vocab_size", "max_position_embeddings", "rms_norm_eps", "hidden_act",
+                       "rope_theta", "rope_scaling", "attention_bias", "tie_word_embeddings")
+
+
+def llm_config_from_folder(folder: str | Path, config: LanguageModelConfig, source: str) -> LanguageModelConfig:
+    """``config`` with the LLM settings of ``folder/config.json`` filled in where the YAML (``source``)
+    leaves them out; a setting both give with different values is an error naming both."""
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        return config
+    try:
+        folder_config = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    yaml_settings = dict(config.llama_config or {})
+    merged, clashes = dict(yaml_settings), []
+    for key in FOLDER_LLM_SETTINGS:
+        if key not in folder_config:
+            continue
+        value = folder_config[key]
+        if key not in yaml_settings:
+            merged[key] = value
+        elif not _same_setting(yaml_settings[key], value):
+            clashes.append(f"{key}: {value!r} in {path}, {yaml_settings[key]!r} in {source}")
+    if clashes:
+        raise ValueError(f"{folder}: the folder's config.json and the YAML disagree on the LLM "
+                         f"(model.language_model.llama_config): " + "; ".join(clashes))
+    return replace(config, llama_config=merged)
+
+
+def _same_setting(a, b) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return float(a) == float(b)
+    return a == b
+
+
 class GLaMM(nn.Module):
     """GLaMM for grounded caption generation, built from four part configs (``configs/official/glamm.yaml``)."""
 
@@ -178,10 +221,14 @@ class GLaMM(nn.Module):
                     dtype: torch.dtype | None = None) -> "GLaMM":
         """GLaMM from a released checkpoint folder (``config.json``, shards, tokenizer files) plus
         OpenAI's CLIP ViT-L/14-336 (``clip_dir``: a file or folder ``global_encoder.checkpoint``
-        accepts). The tokenizer is read from ``tokenizer_dir`` (default: ``folder``). Raises naming
-        every key of the folder that is unaccounted for, missing or of the wrong shape."""
+        accepts). The LLM's settings (``rms_norm_eps``, sizes, rotary) come from the folder's
+        ``config.json`` where the YAML leaves them out; a disagreement is an error naming both
+        values (:func:`llm_config_from_folder`). The tokenizer is read from ``tokenizer_dir``
+        (default: ``folder``). Raises naming every key of the folder that is unaccounted for,
+        missing or of the wrong shape."""
         paths = config if isinstance(config, (list, tuple)) else [config]
         parts = glamm_part_configs(model_configs_from_yaml(list(paths)))
+        parts["language_model"] = llm_config_from_folder(folder, parts["language_model"], ", ".join(map(str, paths)))
         tokenizer = load_tokenizer_folder(tokenizer_dir or folder, "tokenizer_dir" if tokenizer_dir else "GLaMM folder")
         with torch.device("meta"):  # no memory for weights that the folder fills
             model = cls(**{**parts, "global_encoder": replace(parts["global_encoder"], checkpoint=None)},
@@ -247,7 +294,8 @@ class GLaMM(nn.Module):
         image embeddings ``(N, C, 64, 64)`` (the real sizes)."""
         device = self.query_projector[0].weight.device
         clip = preprocess_global(frames, self.clip_size, mode="clip").to(device)
-        sam = preprocess_grounding(frames, self.image_size).to(device)
+        # SAM's ResizeLongestSide on the 8-bit frames (PIL bilinear), as GLaMM's inference resizes
+        sam = preprocess_grounding(frames, self.image_size, mode="sam").to(device)
         tokens = self.global_encoder(clip.unsqueeze(1))
         embeddings = self.grounding_encoder(sam.unsqueeze(1))[:, 0]
         return tokens, embeddings
@@ -381,5 +429,5 @@ def ground_in_batches(model: GLaMM, frames: np.ndarray, batch_size: int, caption
     return out
 
 
-__all__ = ["GLaMM", "frame_boxes", "ground_in_batches", "build_on_meta", "GroundedFrame", "glamm_encode",
-           "masks_to_boxes", "GLAMM_TOKENS", "SEG_TOKEN", "GCG_QUESTION"]
+__all__ = ["GLaMM", "llm_config_from_folder", "frame_boxes", "ground_in_batches", "build_on_meta", "GroundedFrame",
+           "glamm_encode", "masks_to_boxes", "GLAMM_TOKENS", "SEG_TOKEN", "GCG_QUESTION"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from judge.prompt_format import JUDGE_INSTRUCTION, SPECIAL_TOKENS, SYSTEM_PROMPT
+from models.tiny_tokenizer import saved_tokenizer, train_byte_level_bpe
 
 _TOKENIZER_CORPUS_WORDS = """
 a an the then and of to in on at from behind with while is are video caption content helpful relevant
@@ -38,24 +39,15 @@ def tokenizer_corpus() -> list[str]:
 
 
 def build_tiny_judge_tokenizer(out_dir: str | Path | None = None, vocab_size: int = 1024):
-    """Byte-level BPE with Qwen's special tokens, trained on :func:`tokenizer_corpus` (deterministic).
+    """Byte-level BPE with Qwen's special tokens, trained on :func:`tokenizer_corpus` (deterministic;
+    :func:`models.tiny_tokenizer.train_byte_level_bpe`).
 
-    Saved to ``out_dir`` when given (and read back from there if already built).
+    Saved to ``out_dir`` when given, atomically (and read back from there if already built).
     """
     from transformers import PreTrainedTokenizerFast
 
-    if out_dir is not None and (Path(out_dir) / "tokenizer.json").exists():
-        return PreTrainedTokenizerFast.from_pretrained(str(out_dir))
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    def build():
+        trained = train_byte_level_bpe(tokenizer_corpus(), vocab_size, SPECIAL_TOKENS)
+        return PreTrainedTokenizerFast(tokenizer_object=trained, eos_token="<|im_end|>", pad_token="<|endoftext|>")
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
-                                  special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(tokenizer_corpus(), trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    if out_dir is not None:
-        fast.save_pretrained(str(out_dir))
-    return fast
+    return build() if out_dir is None else saved_tokenizer(out_dir, build)

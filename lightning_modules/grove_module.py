@@ -243,6 +243,10 @@ class GroveModule(L.LightningModule):
         every phrase's objectness on every frame, whatever the threshold keeps (:meth:`objectness_by_clip`)."""
         if not batch["keys"]:
             return {"predictions": {}, "skipped": batch["skipped"]}
+        if "answers" in batch:  # a pointing benchmark's segments (datamodules.pointing)
+            from lightning_modules.pointing import pointing_predictions
+
+            return {"predictions": pointing_predictions(self.model, batch), "skipped": batch["skipped"]}
         out = self.predict_raw(batch)
         result = {"predictions": self.format_predictions(batch, out.tagged_captions, out.phrases, out.boxes,
                                                          out.scores, out.captions),

@@ -11,7 +11,6 @@ of per-key pickles); predictions in the JSON format predict writes. Two protocol
 Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_validation`) unless
 ``--invalid skip`` drops and counts them; a corrupt file in a GT folder is skipped and counted
 (``--on-corrupt raise`` stops instead). Prints a table and optionally writes the report as JSON.
-The evaluation itself is :mod:`metrics.evaluation`.
 """
 from __future__ import annotations
 
@@ -27,6 +26,8 @@ from formats.records import ON_CORRUPT, RecordError
 from metrics.evaluation import LEVEL_CHOICES, PROTOCOLS, evaluate_files, format_table
 from metrics.prediction_validation import INVALID_POLICIES
 
+# The evaluation itself is metrics.evaluation; this module is the command only.
+
 
 def build_parser() -> argparse.ArgumentParser:
     """Every command-line option of the evaluator (one place, so options can be added beside them)."""
@@ -35,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pred", required=True, help="predictions JSON (the format predict writes)")
     parser.add_argument("--protocol", default="project", choices=PROTOCOLS,
                         help="'project' (default) or 'official' (the GROVE release's eval_iground.py)")
-    parser.add_argument("--level", default="both", choices=sorted(LEVEL_CHOICES))
+    parser.add_argument("--level", default="both", choices=sorted(LEVEL_CHOICES),
+                        help="video, frame, both, or center: only each clip's centre annotated frame (the GROVE "
+                             "paper's Table 2 'Center' set-up; docs/metrics.md)")
     parser.add_argument("--score-source", default="constant", choices=("constant", "objectness"))
     parser.add_argument("--text-encoder", default=None,
                         help="'minilm' (project default), 'exact' or a local HF encoder folder; the official "

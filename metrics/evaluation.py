@@ -21,10 +21,12 @@ from typing import Any, Mapping, Sequence
 
 from formats.predictions import load_predictions
 from formats.records import read_ground_truth
+from metrics.center_frame import centre_view
 from metrics.grounding import evaluate_grounding, frames_from_prediction, frames_from_record
 from metrics.prediction_validation import validate_predictions
 
-LEVEL_CHOICES = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame")}
+# "center": the GROVE paper's Center set-up (metrics.center_frame), scored at video level
+LEVEL_CHOICES = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame"), "center": ("video",)}
 PROTOCOLS = ("project", "official")
 
 
@@ -54,8 +56,11 @@ def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "bot
     records, corrupt = read_ground_truth(gt_path, on_corrupt)
     preds = load_predictions(pred_path)
     if protocol == "official":
+        if level == "center":
+            records, preds = centre_view(records, preds)
         report = evaluate_official(records, preds, text_encoder, caption_metrics, objectness_threshold,
                                    invalid=invalid, pred_source=str(pred_path))
+        report["settings"]["level"] = "center" if level == "center" else "video"
     else:
         report = evaluate_predictions(records, preds, level, score_source, text_encoder, caption_metrics,
                                       capture, objectness_threshold, pred_source=str(pred_path), invalid=invalid,
@@ -125,6 +130,8 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
     """
     if level not in LEVEL_CHOICES:
         raise ValueError(f"level must be one of {sorted(LEVEL_CHOICES)}, got {level!r}")
+    if level == "center":
+        records, preds = centre_view(records, preds)
     missing = sorted(k for k in records if k not in preds)
     extra = sorted(k for k in preds if k not in records)
     keys = sorted(records)
@@ -176,6 +183,8 @@ def format_table(report: Mapping[str, Any]) -> str:
         shown = f"{value:.0f}" if name.startswith("num_") else f"{value:.4f}"
         lines.append(f"{name:<{width}}  {shown}")
     lines.append(f"clips evaluated: {report['num_clips']}")
+    if report.get("settings", {}).get("level") == "center":
+        lines.append("set-up: Center (boxes of each clip's centre annotated frame only)")
     official = report.get("settings", {}).get("protocol") == "official"
     if report["missing_predictions"]:
         how = "left out, as the official protocol does" if official else "scored as empty"

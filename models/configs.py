@@ -168,8 +168,11 @@ def paper_configs(clip_checkpoint: str | None = None, sam_checkpoint: str | None
 
 
 def read_stacked_yaml(paths: list[str | Path]) -> dict:
-    """The merged YAML of stacked ``cli.py`` configs: later files override earlier ones key by key,
-    as ``cli.py --config a.yaml --config b.yaml`` does (lists are replaced, not merged)."""
+    """The merged YAML of stacked ``cli.py`` configs: later files override earlier ones key by key
+    (:func:`core.dict_merge.merge_dicts`; lists are replaced, not merged), as ``cli.py --config a.yaml
+    --config b.yaml`` does. The command line's parser needs Lightning, which ``models`` does not
+    import; ``tests/models/test_configs.py`` checks that both give the same part configs for every
+    stack of the project's configs."""
     import yaml
 
     merged: dict = {}

@@ -206,7 +206,8 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
     def predict(self, global_frames: Tensor, grounding_frames: Tensor, frame_mask: Tensor, window: int = 8,
                 window_mode: str = "interleaved", caption_positions: Tensor | None = None,
                 captions: list[str] | None = None, max_new_tokens: int = 64,
-                text_protocol: str = "project") -> GrovePrediction:
+                text_protocol: str = "project", answers: list[str] | None = None,
+                question: str | None = None) -> GrovePrediction:
         """Caption a clip and ground the caption on all of its frames (GROVE paper, supp. C).
 
         Args:
@@ -225,6 +226,9 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
                 caption window is grounded on the generated ids themselves; the other windows
                 on the released decode of them (:meth:`GroundedCaptionPrompter.official_answer`)
                 re-tokenised; the caption scored is the released one (``official_answer_text``).
+            answers: answers in the target format to ground as they are, without normalising
+                (the pointing benchmarks' ``<p> caption </p> [DET]``); overrides ``captions``.
+            question: the question asked before ``answers`` (default: the prompter's evaluation question).
         """
         if text_protocol not in TEXT_PROTOCOLS:
             raise ValueError(f"text_protocol must be one of {TEXT_PROTOCOLS}, got {text_protocol!r}")
@@ -237,7 +241,11 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
         clips = torch.arange(global_frames.shape[0], device=device).unsqueeze(1)
         plain = None
         central = None  # official protocol: (B,) caption window and its ids, grounded as generated
-        if captions is not None:
+        if answers is not None:
+            parsed = [official_answer_text(a) for a in answers]
+            tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
+            enc = self.prompter.encode_training(answers, formatted=True, question=question)
+        elif captions is not None:
             parsed = [self.prompter.parse_generated(format_target(c)) for c in captions]
             tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
             enc = self.prompter.encode_training(tagged)

@@ -18,6 +18,9 @@ the caption on every annotated frame, window by window (GROVE paper, supp. C; th
   segment-centre frames (``caption_positions``). A clip shorter than T is one window of all
   its frames (the last repeated), so the caption sees every frame.
 - ``contiguous``: consecutive frames ``wT .. wT + T - 1``.
+- ``official_pointing``: the released YouCook-Interactions / GroundingYouTube inference's
+  ``sliding_segment_with_mask``: ``official`` for N >= T, but a clip of N <= T frames is one
+  window of its frames with the last repeated (no caption window: the caption is given).
 
 Every schedule returns ``(W, T)`` frame positions and a ``(W, T)`` mask of the positions whose
 prediction is kept (each frame is kept exactly once). Positions past the clip's last frame are
@@ -28,7 +31,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-WINDOW_MODES = ("official", "interleaved", "contiguous")
+WINDOW_MODES = ("official", "interleaved", "contiguous", "official_pointing")
 
 
 def official_windows(num_frames: int, T: int) -> tuple[Tensor, Tensor, int]:
@@ -52,6 +55,14 @@ def first_occurrence(positions: Tensor, num_frames: int) -> Tensor:
     order = torch.arange(flat.numel())
     first = torch.full((num_frames,), flat.numel(), dtype=torch.long).scatter_reduce(0, flat, order, "amin")
     return (first[flat] == order).view_as(positions)
+
+
+def official_pointing_windows(num_frames: int, T: int) -> tuple[Tensor, Tensor]:
+    """The released pointing benchmarks' windows: ``official`` beyond T frames, else one padded window."""
+    if num_frames > T:
+        return official_windows(num_frames, T)[:2]
+    slots = torch.arange(T)
+    return slots.clamp(max=num_frames - 1).unsqueeze(0), (slots < num_frames).unsqueeze(0)
 
 
 def interleaved_windows(num_frames: int, T: int) -> tuple[Tensor, Tensor]:
@@ -78,6 +89,8 @@ def clip_windows(num_frames: int, T: int, mode: str) -> tuple[Tensor, Tensor, in
         return (*interleaved_windows(num_frames, T), None)
     if mode == "contiguous":
         return (*contiguous_windows(num_frames, T), None)
+    if mode == "official_pointing":
+        return (*official_pointing_windows(num_frames, T), None)
     raise ValueError(f"window mode must be one of {WINDOW_MODES}, got {mode!r}")
 
 
@@ -101,4 +114,4 @@ def batch_windows(num_frames: Tensor, T: int, mode: str) -> tuple[Tensor, Tensor
 
 
 __all__ = ["WINDOW_MODES", "batch_windows", "clip_windows", "official_windows", "interleaved_windows",
-           "contiguous_windows"]
+           "contiguous_windows", "official_pointing_windows"]

@@ -88,10 +88,40 @@ def load_tokenizer_folder(folder: str | Path, key: str = "tokenizer folder"):
                           "load (pip install -r requirements.txt)")
     try:
         if llama:
-            return LlamaTokenizer.from_pretrained(str(folder), legacy=False)
+            return split_words_as_sentencepiece(LlamaTokenizer.from_pretrained(str(folder), legacy=False))
         return AutoTokenizer.from_pretrained(str(folder), use_fast=True)
     except (OSError, ValueError, ImportError, KeyError, TypeError) as err:
         raise ValueError(f"{key}: cannot load a tokenizer from {folder}: {type(err).__name__}: {err}") from err
+
+
+def split_words_as_sentencepiece(tokenizer):
+    """``tokenizer`` with runs of spaces tokenized as the released stacks' slow LLaMA tokenizer
+    (SentencePiece itself) does.
+
+    SentencePiece merges whitespace-only pieces last: in ``two  people`` the run's last ``▁`` joins
+    the next word (``▁two``, ``▁``, ``▁people``), while the converted ``tokenizers`` pipeline merges
+    the run first (``▁two``, ``▁▁``, ``people``). A pre-tokenizer split before each ``▁`` that the
+    vocabulary joins to the next character (a piece ``▁c`` exists; not digits, which LLaMA splits)
+    gives SentencePiece's pieces. Text without runs of spaces tokenizes as before. Left over: a run
+    before a character that merges with its neighbour before it would with ``▁`` (``  ))``), rare
+    outside mixed scripts. Tokenizers without a Metaspace step are returned unchanged."""
+    from tokenizers import Regex, pre_tokenizers
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    current = getattr(backend, "pre_tokenizer", None)
+    if current is None or "Metaspace" not in repr(current) or "Split" in repr(current):
+        return tokenizer
+    space = "\u2581"
+    joined = sorted({p[1] for p in tokenizer.get_vocab() if len(p) == 2 and p[0] == space and p[1] != space})
+    if not joined:
+        return tokenizer
+    char_class = "".join("\\" + c if c in "\\]^-[" else c for c in joined)
+    word_start = pre_tokenizers.Split(Regex(f"{space}(?=[{char_class}])"), behavior="merged_with_next")
+    backend.pre_tokenizer = pre_tokenizers.Sequence([current, word_start])
+    return tokenizer
+    word_start = pre_tokenizers.Split(Regex("\u2581(?=[^\u2581\\d])"), behavior="merged_with_next")
+    backend.pre_tokenizer = pre_tokenizers.Sequence([current, word_start])
+    return tokenizer
 
 
 def build_causal_lm(config: LanguageModelConfig, tokenizer) -> nn.Module:

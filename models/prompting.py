@@ -52,6 +52,9 @@ OFFICIAL_QUESTIONS = (
     "Could you provide me with an analysis of this video? Please output with interleaved bounding boxes for the "
     "corresponding parts of the answer.",
 )
+# The question of the released pointing-benchmark inference (YouCook-Interactions, GroundingYouTube).
+OFFICIAL_POINTING_QUESTION = ("Could you please give me a description of the video? Please include a single "
+                              "bounding box per frame capturing the activity described in the caption.")
 # The paper's question first: evaluation always asks it; training samples among all six.
 DEFAULT_QUESTIONS = (
     "Could you please give me a description of the video? Please respond with interleaved bounding "
@@ -117,12 +120,22 @@ def _collapse(text: str) -> str:
     return re.sub(r"\s+([.,;:!?])", r"\1", text)
 
 
+_DET_AFTER_PHRASE = re.compile(r"</p>\s*\[DET\]")
+_STRAY_DET = re.compile(r"\s*\[DET\]\s*")
+
+
 def format_target(tagged_caption: str) -> str:
-    """``... <p>a red circle</p> ...`` -> ``... <p> a red circle </p> [DET] ...`` (existing [DET]s dropped)."""
-    text = tagged_caption.replace(DET_TOKEN, " ")
+    """``... <p>a red circle</p> ...`` -> ``... <p> a red circle </p> [DET] ...``.
+
+    As the released datasets build targets (the tags inserted into the caption), the caption's own
+    whitespace is kept as written, runs of spaces included (``two  people``); only the spaces at a
+    phrase's tag boundaries are dropped, and the text is stripped at both ends. A ``[DET]`` after
+    ``</p>`` is the format's own (so formatting twice changes nothing); any other becomes one space.
+    """
+    text = _STRAY_DET.sub(" ", _DET_AFTER_PHRASE.sub(PHRASE_END, tagged_caption))
     # A function replacement: phrase text is inserted verbatim, whatever characters it holds.
     text = _PHRASE.sub(lambda m: f"{PHRASE_START} {m.group(1)} {PHRASE_END} {DET_TOKEN}", text)
-    return re.sub(r"\s+", " ", text).strip()
+    return text.strip()
 
 
 TARGET_TEXTS = ("as_is", "official")
@@ -295,9 +308,10 @@ class GroundedCaptionPrompter:
         return [ids + [self.tokenizer.eos_token_id] for ids in encoded]
 
     def encode_training(self, tagged_captions: list[str], rng: random.Random | None = None,
-                        formatted: bool = False) -> dict[str, Tensor]:
-        """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 outside the answer)."""
-        question = self._question(rng)
+                        formatted: bool = False, question: str | None = None) -> dict[str, Tensor]:
+        """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` (-100 outside the answer);
+        ``question`` replaces the prompter's own (the pointing benchmarks ask another)."""
+        question = self._question(rng) if question is None else question
         prompt = self.prompt_ids(question)
         answers = self.answer_ids(list(tagged_captions), formatted=formatted)
         length = max((len(prompt) + len(a) for a in answers), default=len(prompt))

@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from models.prompting import CHAT_TEMPLATES, DEFAULT_QUESTIONS, VIDEO_PREAMBLE
 
@@ -159,21 +160,26 @@ def _train_char_level(vocab_size: int):
     return tok
 
 
-def _train(vocab_size: int):
+def train_byte_level_bpe(corpus: Sequence[str], vocab_size: int, special_tokens: Sequence[str]):
+    """A byte-level BPE (any text encodes; unknown words fall back to bytes) trained on ``corpus``
+    with ``special_tokens`` first; deterministic for a fixed corpus. The tiny GROVE's and the toy
+    judge's tokenizers are both this, on their own corpora."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=False,
-                                  special_tokens=list(SPECIAL_TOKENS.values()),
+                                  special_tokens=list(special_tokens),
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(training_corpus(), trainer=trainer)
+    tok.train_from_iterator(corpus, trainer=trainer)
     return tok
 
 
-def build_tiny_tokenizer(out_dir: str | os.PathLike, vocab_size: int = VOCAB_SIZE):
-    """The tiny tokenizer saved in ``out_dir`` (built and saved there first if absent)."""
+def saved_tokenizer(out_dir: str | os.PathLike, build: Callable[[], Any], marker: dict | None = None):
+    """The tokenizer saved in ``out_dir``; when absent, ``build()`` (a ``PreTrainedTokenizerFast``) is
+    saved to a staging folder beside it (with ``grove_tiny_tokenizer.json`` holding ``marker``) and
+    renamed into place, so an interrupted or concurrent build never leaves a half-written folder."""
     from transformers import PreTrainedTokenizerFast
 
     out = Path(out_dir)
@@ -181,10 +187,9 @@ def build_tiny_tokenizer(out_dir: str | os.PathLike, vocab_size: int = VOCAB_SIZ
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".tiny_tokenizer_", dir=out.parent))
         try:
-            trained = _train(vocab_size) if vocab_size >= 256 + len(SPECIAL_TOKENS) else _train_char_level(vocab_size)
-            fast = PreTrainedTokenizerFast(tokenizer_object=trained, **SPECIAL_TOKENS)
-            fast.save_pretrained(staging)
-            (staging / "grove_tiny_tokenizer.json").write_text(json.dumps({"vocab_size": vocab_size}))
+            build().save_pretrained(staging)
+            if marker is not None:
+                (staging / "grove_tiny_tokenizer.json").write_text(json.dumps(marker))
             try:  # atomic publish; a concurrent builder may have won the race, which is fine
                 os.replace(staging, out)
             except OSError:
@@ -193,3 +198,15 @@ def build_tiny_tokenizer(out_dir: str | os.PathLike, vocab_size: int = VOCAB_SIZ
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return PreTrainedTokenizerFast.from_pretrained(str(out))
+
+
+def build_tiny_tokenizer(out_dir: str | os.PathLike, vocab_size: int = VOCAB_SIZE):
+    """The tiny tokenizer saved in ``out_dir`` (built and saved there first if absent)."""
+    from transformers import PreTrainedTokenizerFast
+
+    def build():
+        trained = (train_byte_level_bpe(training_corpus(), vocab_size, SPECIAL_TOKENS.values())
+                   if vocab_size >= 256 + len(SPECIAL_TOKENS) else _train_char_level(vocab_size))
+        return PreTrainedTokenizerFast(tokenizer_object=trained, **SPECIAL_TOKENS)
+
+    return saved_tokenizer(out_dir, build, marker={"vocab_size": vocab_size})

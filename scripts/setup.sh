@@ -21,6 +21,11 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   # imported), and the parity tests score with it. Without its dependencies (they would pull its
   # own scene-graph parser and sentence encoder stack); the tests stub what it imports.
   .venv/bin/pip install --disable-pip-version-check -q --no-deps "capture-metric==0.1.13"
+  # SAM 2 (annotation Stage 3 backend 'sam2'): a source package whose build imports torch and would
+  # compile a CUDA extension; built against the venv's torch, without deps and without the extension.
+  SAM2_BUILD_CUDA=0 .venv/bin/pip install --disable-pip-version-check -q --no-deps --no-build-isolation "sam2==1.1.0"
+  # hydra-core declares omegaconf<2.4; SAM 2 runs with it on the omegaconf pinned in requirements.txt.
+  .venv/bin/pip install --disable-pip-version-check -q --no-deps "hydra-core==1.3.2"
   echo "$want" > "$stamp"
 fi
 

@@ -8,8 +8,8 @@ import pytest
 
 from tests.fixtures.paths import ROOT
 
-PROJECT_PACKAGES = ("core", "models", "datamodules", "metrics", "lightning_modules", "callbacks", "annotation",
-                    "judge", "tools")
+PROJECT_PACKAGES = ("core", "formats", "models", "datamodules", "metrics", "lightning_modules", "callbacks",
+                    "glamm", "annotation", "judge", "tools", "command_line")
 CLASS_PATH = re.compile(r"class_path:\s*[\"']?([\w.]+)")
 
 

@@ -220,9 +220,19 @@ def filter_scene_graph(graph: SceneGraph, nouns: Iterable[str] | None, stop_word
 
 
 def graph_elements(graph: SceneGraph, attributes: str = "words") -> dict[str, tuple[tuple[str, ...], ...]]:
-    """Elements per type; attributes as pooled words ``(a,)`` (one per (object, attribute) pair,
-    repeats kept) or as ``(object, attribute)`` pairs."""
-    attrs = tuple((a,) for _, a in graph.attributes) if attributes == "words" else graph.attributes
+    """Elements per type; attributes as pooled words ``(a,)`` or as ``(object, attribute)`` pairs.
+
+    Pooled words come as the package pools them: one per distinct (object, attribute) pair (a word
+    shared by two objects counts twice), grouped by object in the order the objects first get an
+    attribute (its dict of per-object attribute sets). The order decides a first-fit synonym
+    matching, and so which words are left for soft matching."""
+    if attributes != "words":
+        return {"object": tuple((o,) for o in graph.objects), "attribute": graph.attributes,
+                "relation": graph.relations}
+    by_object: dict[str, dict[str, None]] = {}
+    for obj, attribute in graph.attributes:
+        by_object.setdefault(obj, {})[attribute] = None
+    attrs = tuple((a,) for words in by_object.values() for a in words)
     return {"object": tuple((o,) for o in graph.objects), "attribute": attrs, "relation": graph.relations}
 
 

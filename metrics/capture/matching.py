@@ -81,11 +81,6 @@ def are_synonyms(a: str, b: str) -> bool:
     return a == b or not synonym_set(a).isdisjoint(synonym_set(b))
 
 
-def are_synonyms_substring(a: str, b: str) -> bool:
-    """The package's rule: one word inside the other, or overlapping (case-kept) lemma-name sets."""
-    return a in b or b in a or not synonym_set(a, False).isdisjoint(synonym_set(b, False))
-
-
 def synonym_matrix(words_a: Sequence[str], words_b: Sequence[str], rule: str = "wordnet") -> np.ndarray:
     """``M[i, j]``: ``words_a[i]`` and ``words_b[j]`` are synonyms under ``rule`` (one product of
     lemma-name indicators; ``substring`` adds the package's substring test)."""

@@ -150,7 +150,8 @@ def test_config_errors_name_the_file_and_key(tmp_path):
         load_config([bad])
     bad.write_text("stage1:\n  backend: glam\n")
     with pytest.raises(ConfigError,
-                       match=r"stage1.backend 'glam' is unknown \(known: captioner_detector, glamm, noisy_oracle\)"):
+                       match=r"stage1.backend 'glam' is unknown "
+                             r"\(known: captioner_detector, detail_captions, glamm, noisy_oracle\)"):
         load_config([bad])
     bad.write_text("engine:\n  batchsize: 3\n")
     with pytest.raises(ConfigError, match="unknown key 'engine.batchsize'"):

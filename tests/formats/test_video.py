@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from formats.video import FrameFolderSource, PyAVVideoSource, VideoDecodeError, open_video, write_video
+from formats.video import FrameFolderSource, PyAVVideoSource, VideoDecodeError, VideoWriter, open_video, write_video
 
 NUM_FRAMES, HEIGHT, WIDTH, FPS = 60, 48, 64, 25
 BLOCK = 8  # marker blocks large enough to survive compression
@@ -120,6 +120,25 @@ def test_write_video_odd_size_and_bad_input(tmp_path):
     with pytest.raises(ValueError, match="uint8"):
         write_video(tmp_path / "bad.mp4", drawn.astype(np.float32), 10)
     assert not list(tmp_path.glob(".*partial*"))
+
+
+def test_video_writer_in_chunks_equals_one_write_and_abort_leaves_nothing(tmp_path):
+    """The one H.264 writer: chunks appended in order decode as the frames written (as write_video's
+    single call does), nothing appears under the final name before close, and abort removes all."""
+    drawn = marked_frames(24)
+    writer = VideoWriter(tmp_path / "chunks.mp4", 12, drawn.shape[2], drawn.shape[1], crf=17, gop=12)
+    for start in range(0, 24, 5):
+        writer.write(drawn[start:start + 5])
+    assert not (tmp_path / "chunks.mp4").exists() and writer.count == 24
+    one_path = write_video(tmp_path / "one.mp4", drawn, 12)
+    with PyAVVideoSource(writer.close()) as chunked, PyAVVideoSource(one_path) as one:
+        assert chunked.num_frames == one.num_frames == 24
+        np.testing.assert_array_equal(decode_marker(chunked.read_all()), np.arange(24))
+        np.testing.assert_array_equal(chunked.read_all(), one.read_all())  # same settings: the same stream
+    aborted = VideoWriter(tmp_path / "aborted.mp4", 12, drawn.shape[2], drawn.shape[1])
+    aborted.write(drawn[:3])
+    aborted.abort()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chunks.mp4", "one.mp4"]
 
 
 def _write_folder(folder, frames, first_number):

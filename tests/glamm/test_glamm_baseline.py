@@ -70,3 +70,33 @@ def test_teacher_forced_baseline_grounds_the_truth_caption(data, tmp_path):
     report = evaluate_main(["--gt", str(data["gt"]), "--pred", str(out), "--text-encoder", "exact",
                             "--caption-metrics", "", "--no-capture"])
     assert report["metrics"]["num_pred_boxes"] > 0
+
+
+def test_center_baseline_is_glamm_on_the_centre_frame_alone(data, tmp_path):
+    from formats.video import open_video
+    from glamm.baseline import predict_records
+    from glamm.model import GLaMM, frame_boxes
+    from metrics.center_frame import centre_frame
+
+    out = tmp_path / "center.json"
+    assert _script("baseline", "--folder", str(data["glamm"]), "--config", str(TINY), "--gt", str(data["gt"]),
+                   "--videos", str(data["videos"]), "--level", "center", "--out", str(out), "--max-new-tokens", "6",
+                   "--device", "cpu") == 0
+    records = {r.key: r for r in read_records(data["gt"])}
+    assert {k: [f["frame"] for f in p["frames"]] for k, p in json.loads(out.read_text()).items()} == \
+        {k: [centre_frame(r)] for k, r in records.items()}  # the 5-fps grid's g[N // 2] alone
+    model = GLaMM.from_folder(data["glamm"], config=str(TINY), device="cpu")  # one model for both sides
+    preds, skipped = predict_records(model, records, data["videos"], "center", max_new_tokens=6)
+    assert not skipped
+    for record in records.values():
+        centre = centre_frame(record)
+        pred = preds[record.key]
+        with open_video(data["videos"], record.video_fname) as source:
+            frame = source.read_frames([centre])
+        direct = model.ground(frame, max_new_tokens=6)[0]
+        assert pred["tagged_caption"] == direct.tagged_caption and pred["phrases"] == list(direct.phrases)
+        labels, boxes, _ = frame_boxes(direct) if direct.phrases else ([], [], [])
+        assert pred["frames"][0]["labels"] == labels and pred["frames"][0]["boxes"] == pytest.approx(boxes)
+    report = evaluate_main(["--gt", str(data["gt"]), "--pred", str(out), "--level", "center", "--text-encoder",
+                            "exact", "--caption-metrics", "", "--no-capture"])
+    assert report["num_clips"] == 2 and report["settings"]["level"] == "center"

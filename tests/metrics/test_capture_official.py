@@ -309,3 +309,53 @@ def test_authors_stop_list_equals_the_package_on_random_captions(package, seed, 
         assert {k: mine[k] for k in keys} == pytest.approx(theirs, **TOL), (cand, ref)
         differs += project.score([cand], [[ref]])["CAPTURE"] != pytest.approx(theirs["CAPTURE"], **TOL)
     assert differs > 0  # the project's list keeps "surface", "ingredient", ...: other scores
+
+
+# ---------------------------------------------------------------- attribute words in the package's order
+
+def test_attribute_words_are_pooled_per_object_as_the_package_pools_them():
+    from metrics.capture.capture import graph_elements
+
+    graph = SceneGraph(["horse", "onion"], [("horse", "bright"), ("onion", "black"), ("horse", "tall"),
+                                            ("horse", "bright"), ("onion", "tall")])
+    # per object in order of its first attribute, each (object, attribute) pair once
+    assert graph_elements(graph)["attribute"] == (("bright",), ("tall",), ("black",), ("tall",))
+
+
+REPORTED_CAND = SceneGraph(["horse"], [("horse", "bright"), ("onion", "black"), ("horse", "tall"),
+                                       ("horse", "light"), ("horse", "blue")])
+REPORTED_REF = SceneGraph(["onion"], [("onion", "glad"), ("onion", "bright"), ("onion", "long"), ("onion", "dark")])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_official_preset_equals_package_on_the_reported_attribute_case(package, seed):
+    """Attributes of two objects interleaved in the graph: the package's first-fit synonym stage sees
+    them grouped by object, so the words left for soft matching depend on that order."""
+    encoder = TableEncoder(seed=seed)
+    ours = score(REPORTED_CAND, REPORTED_REF, "official", encoder=encoder)
+    assert ours == pytest.approx(package_scores(package, REPORTED_CAND, REPORTED_REF, encoder), **TOL)
+
+
+ATTRIBUTE_TRAPS = ["bright", "light", "dark", "black", "tall", "long", "glad", "blue", "big", "large", "little",
+                   "small", "red"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_official_preset_equals_package_on_interleaved_attributes(package, seed):
+    """Random graphs whose attributes interleave several objects, over words with overlapping
+    WordNet synonyms (bright ~ light ~ ..., dark ~ black, tall ~ long), synonyms and soft matching on."""
+    rng = np.random.default_rng(300 + seed)
+    encoder = TableEncoder(seed=seed)
+    interleaved = 0
+    for _ in range(60):
+        graphs = []
+        for _side in range(2):
+            objs = [str(o) for o in dict.fromkeys(rng.choice(OBJECTS, size=rng.integers(2, 4)))]
+            attrs = [(str(rng.choice(objs)), str(rng.choice(ATTRIBUTE_TRAPS))) for _ in range(rng.integers(2, 8))]
+            graphs.append(SceneGraph(objs, attrs))
+        cand, ref = graphs
+        owners = [o for o, _ in cand.attributes]
+        interleaved += owners != sorted(owners, key=owners.index)
+        ours = score(cand, ref, "official", encoder=encoder)
+        assert ours == pytest.approx(package_scores(package, cand, ref, encoder), **TOL), (cand, ref)
+    assert interleaved > 20

@@ -1,6 +1,6 @@
 """The released GROVE's token ids from any LLaMA tokenizer folder, on the real LLaMA vocabulary.
 
-Expected ids come from :mod:`tests.models.official_llama_rules` (the released code's rules applied
+Expected ids come from :mod:`models.official_tokenization` (the released code's rules applied
 with SentencePiece itself); the project loads each folder with ``models.language_model``. Skipped,
 saying why, where the vocabulary (``../shared/llama_tokenizer`` or $GROVE_LLAMA_TOKENIZER_DIR) is absent.
 """
@@ -15,6 +15,7 @@ import torch
 
 from models.configs import LanguageModelConfig
 from models.language_model import load_tokenizer, load_tokenizer_folder, query_mask
+from models.official_tokenization import OfficialRules, random_caption
 from models.prompting import (
     OFFICIAL_QUESTIONS,
     GroundedCaptionPrompter,
@@ -22,7 +23,7 @@ from models.prompting import (
     official_answer_text,
     official_target_text,
 )
-from tests.models.official_llama_rules import OfficialRules, llama_tokenizer_root, random_caption
+from tests.fixtures.llama_vocabulary import llama_tokenizer_root
 
 FOLDERS = ("glamm", "llama_json_legacy_true", "llama_json_legacy_false", "tokenizer_model_only")
 NUM_CAPTIONS = 300

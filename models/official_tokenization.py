@@ -17,7 +17,9 @@ with the SentencePiece model itself:
   piece of each run losing one leading ``▁``, empty runs dropped, and the runs and added tokens
   joined with single spaces.
 
-Test-only: the project must reproduce these ids with its own loader (``models.language_model``).
+An independent reference, not used to tokenise: the project's own loader (``models.language_model``)
+must reproduce these ids (``tests/models/test_official_tokenization.py``), and
+``bench/bench_tokenizer_fidelity.py`` measures how often it does per tokenizer folder layout.
 """
 from __future__ import annotations
 
@@ -25,9 +27,7 @@ import os
 import re
 from pathlib import Path
 
-import pytest
-
-SHARED_LLAMA = Path(__file__).resolve().parents[2].parent / "shared" / "llama_tokenizer"
+SHARED_LLAMA = Path(__file__).resolve().parents[1].parent / "shared" / "llama_tokenizer"
 ENV_VAR = "GROVE_LLAMA_TOKENIZER_DIR"
 GLAMM_TOKENS = ("<im_start>", "<im_end>", "<bbox>", "<point>", "[SEG]", "<p>", "</p>")
 GROVE_TOKENS = ("<vid_start>", "<vid_end>", "[DET]")  # added with special_tokens=True
@@ -38,20 +38,18 @@ VIDEO_ID = -200
 IGNORE = -100
 
 
-def llama_tokenizer_root() -> Path:
-    """The folder holding ``glamm/`` and ``llama_json/``: $GROVE_LLAMA_TOKENIZER_DIR, else ../shared."""
+def llama_tokenizer_root() -> tuple[Path, bool]:
+    """The folder that should hold ``glamm/`` and ``llama_json/`` ($GROVE_LLAMA_TOKENIZER_DIR, else
+    ../shared/llama_tokenizer) and whether it holds both tokenizer files."""
     root = Path(os.environ.get(ENV_VAR) or SHARED_LLAMA)
-    if not (root / "glamm" / "tokenizer.model").is_file() or not (root / "llama_json" / "tokenizer.json").is_file():
-        pytest.skip(f"the real LLaMA vocabulary is not here: set {ENV_VAR} to a folder with glamm/tokenizer.model "
-                    f"and llama_json/tokenizer.json (looked in {root})")
-    return root
+    return root, (root / "glamm" / "tokenizer.model").is_file() and (root / "llama_json" / "tokenizer.json").is_file()
 
 
 class OfficialRules:
     """Ids and text as the released code's slow GLaMM tokenizer makes them (module docstring)."""
 
     def __init__(self, model_file: Path):
-        spm = pytest.importorskip("sentencepiece", reason="sentencepiece is needed to read tokenizer.model")
+        import sentencepiece as spm
         from sentencepiece import sentencepiece_model_pb2
 
         proto = sentencepiece_model_pb2.ModelProto()

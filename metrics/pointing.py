@@ -1,0 +1,195 @@
+"""Pointing-game accuracy on YouCook-Interactions and GroundingYouTube, as the released GROVE scores them.
+
+For each segment and each of its target seconds whose ground-truth box exists, the second counts;
+it is correct when the centre of the predicted box lies inside the ground-truth box, borders
+included. A missing prediction (None) or one with a NaN coordinate is a miss. Accuracy is the
+percentage of correct seconds over the counted ones (0 when none count).
+
+The rule follows the released ``eval_youcookinteractions.py`` case by case:
+
+- a clip's predictions are its ``final_boxes`` list, one entry per target second; an entry holds
+  the boxes predicted for the caption's phrases (one, ``[[x1, y1, x2, y2]]``) and the first is
+  scored; a plain ``[x1, y1, x2, y2]`` is read as that one box;
+- predictions and target seconds are paired in order and only as far as both lists go: seconds
+  beyond a short ``final_boxes`` list are not counted (reported as ``unscored_seconds``);
+- ground-truth boxes with a NaN coordinate count and are never hit.
+
+Where the released script fails, this module decides:
+
+- a clip absent from the predictions (the released script stops with an AttributeError): with
+  ``missing="miss"`` (default) each of its boxed seconds counts as a miss, so leaving clips out
+  can only lower the score; ``missing="error"`` refuses the file naming the clips;
+- an entry without boxes (``[]``, where the released script fails with an IndexError): a miss.
+
+Predictions are read from the project's predictions JSON (``cli.py predict`` with
+``configs/youcook_interactions.yaml`` or ``configs/groundingyoutube.yaml``) or from the released
+inference's pickle ``{clip_key: {"final_boxes": [...], ...}}`` (restricted unpickler)::
+
+    python -m metrics.pointing --gt full_annotations.pkl --pred predictions_predict.json --dataset youcook
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from formats.pointing_records import POINTING_DATASETS, PointingRecord, read_pointing_records
+from formats.safe_pickle import safe_load
+
+MISSING_POLICIES = ("miss", "error")
+MAX_EXAMPLES = 10
+
+
+class PointingInputError(ValueError):
+    """Predictions that cannot be scored; the message names the file, clip and entry."""
+
+
+def first_boxes(final_boxes: Sequence[Any], where: str) -> np.ndarray:
+    """``final_boxes`` -> ``(n, 4)`` the first box of each entry, NaN rows for misses (None, an
+    entry with any NaN, an entry without boxes)."""
+    n = len(final_boxes)
+    try:  # the common case: every entry the same shape, e.g. (n, 1, 4)
+        stacked = np.asarray(final_boxes, dtype=float)
+    except (TypeError, ValueError):
+        stacked = None
+    if stacked is not None and stacked.ndim in (2, 3) and stacked.shape[-1] == 4 and stacked.size:
+        rows = stacked if stacked.ndim == 2 else stacked[:, 0]
+        nan = np.isnan(stacked).reshape(n, -1).any(axis=1)
+        return np.where(nan[:, None], np.nan, rows)
+    out = np.full((n, 4), np.nan)
+    for i, entry in enumerate(final_boxes):  # ragged entries (None, [], mixed shapes): parsed one by one
+        if entry is None:
+            continue
+        try:
+            box = np.asarray(entry, dtype=float)
+        except (TypeError, ValueError):
+            raise PointingInputError(f"{where}: final_boxes[{i}] is not a box or a list of boxes: {entry!r}") from None
+        if box.size == 0 or np.isnan(box).any():
+            continue
+        box = box.reshape(-1, box.shape[-1]) if box.ndim else box.reshape(1, 1)
+        if box.shape[-1] != 4:
+            raise PointingInputError(f"{where}: final_boxes[{i}] must hold (x1, y1, x2, y2) boxes, got {entry!r}")
+        out[i] = box[0]
+    return out
+
+
+def read_predictions(path: str | Path) -> dict[str, Any]:
+    """``{clip_key: {"final_boxes": [...], ...}}`` from a predictions JSON or the released pickle."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: predictions not found")
+    if path.suffix.lower() == ".json":
+        with path.open(encoding="utf-8") as f:
+            try:
+                data = json.load(f)
+            except json.JSONDecodeError as err:
+                raise PointingInputError(f"{path}: not valid JSON ({err})") from None
+    else:
+        data = safe_load(path)
+    if not isinstance(data, Mapping):
+        raise PointingInputError(f"{path}: expected a mapping from clip key to prediction, got {type(data).__name__}")
+    if data and not any(isinstance(v, Mapping) and "final_boxes" in v for v in data.values()):
+        raise PointingInputError(f"{path}: no clip has 'final_boxes'; pointing predictions come from cli.py predict "
+                                 "with configs/youcook_interactions.yaml or configs/groundingyoutube.yaml")
+    return dict(data)
+
+
+def pointing_accuracy(records: Sequence[PointingRecord], predictions: Mapping[str, Any], missing: str = "miss",
+                      source: str = "predictions") -> dict[str, Any]:
+    """The pointing-game report: ``accuracy`` (percent), ``correct``, ``valid``, ``clips``,
+    ``missing_clips`` (+ examples), ``unscored_seconds``, ``extra_predictions``."""
+    if missing not in MISSING_POLICIES:
+        raise ValueError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
+    keys = [r.key for r in records]
+    absent = [k for k in dict.fromkeys(keys) if k not in predictions]
+    if absent and missing == "error":
+        raise PointingInputError(f"{source}: {len(absent)} clip(s) of the ground truth have no prediction, "
+                                 f"e.g. {absent[:3]}")
+    centres, gts, counted, unscored = [], [], [], 0
+    for record in records:  # one entry per segment; the boxes of all segments are scored at once below
+        gt, has_box = record.boxes, record.has_box
+        prediction = predictions.get(record.key)
+        if prediction is None:
+            boxes = np.full((len(gt), 4), np.nan)
+        else:
+            if not isinstance(prediction, Mapping):
+                raise PointingInputError(f"{source}: clip {record.key!r} must be a mapping with 'final_boxes', "
+                                         f"got {type(prediction).__name__}")
+            final = prediction.get("final_boxes")
+            boxes = first_boxes([] if final is None else list(final), f"{source}: clip {record.key!r}")
+        n = min(len(boxes), len(gt))
+        unscored += int(has_box[n:].sum())
+        centres.append((boxes[:n, :2] + boxes[:n, 2:]) / 2)
+        gts.append(gt[:n])
+        counted.append(has_box[:n])
+    centre = np.concatenate(centres) if centres else np.zeros((0, 2))
+    gt = np.concatenate(gts) if gts else np.zeros((0, 4))
+    valid = np.concatenate(counted) if counted else np.zeros(0, dtype=bool)
+    with np.errstate(invalid="ignore"):  # NaN centres or GT boxes compare False: a miss
+        inside = ((gt[:, 0] <= centre[:, 0]) & (centre[:, 0] <= gt[:, 2])
+                  & (gt[:, 1] <= centre[:, 1]) & (centre[:, 1] <= gt[:, 3]))
+    correct, total = int((inside & valid).sum()), int(valid.sum())
+    known = set(keys)
+    return {
+        "accuracy": correct / total * 100 if total else 0.0,
+        "correct": correct,
+        "valid": total,
+        "clips": len(records),
+        "missing_clips": len(absent),
+        "missing_examples": absent[:MAX_EXAMPLES],
+        "missing_policy": missing,
+        "unscored_seconds": unscored,
+        "extra_predictions": sum(1 for k in predictions if k not in known),
+    }
+
+
+def evaluate_files(gt: str | Path, pred: str | Path | Sequence[str | Path], dataset: str,
+                   missing: str = "miss") -> dict[str, Any]:
+    """The report for ``pred`` (one file, or several: one per process of a multi-GPU predict, whose
+    clips are merged; a clip in two files keeps the first)."""
+    paths = [pred] if isinstance(pred, (str, Path)) else list(pred)
+    predictions: dict[str, Any] = {}
+    for path in paths:
+        for key, value in read_predictions(path).items():
+            predictions.setdefault(key, value)
+    records = read_pointing_records(gt, dataset)
+    source = ", ".join(map(str, paths))
+    report = pointing_accuracy(records, predictions, missing=missing, source=source)
+    return {"dataset": dataset, "gt": str(gt), "pred": source, **report}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m metrics.pointing", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gt", required=True, help="full_annotations.pkl of the benchmark")
+    parser.add_argument("--pred", required=True, nargs="+",
+                        help="predictions: the project's JSON (several: the per-process files of a multi-GPU "
+                             "predict) or the released inference's pickle")
+    parser.add_argument("--dataset", required=True, choices=sorted(POINTING_DATASETS))
+    parser.add_argument("--missing", default="miss", choices=MISSING_POLICIES,
+                        help="a ground-truth clip without prediction: its boxed seconds are misses, or an error")
+    parser.add_argument("--out", help="also write the report as JSON here")
+    args = parser.parse_args(argv)
+    try:
+        report = evaluate_files(args.gt, args.pred, args.dataset, args.missing)
+    except (OSError, ValueError) as err:
+        parser.exit(2, f"error: {err}\n")
+    print(f"Pointing-game accuracy ({args.dataset}): {report['accuracy']:.2f}% "
+          f"({report['correct']} / {report['valid']} boxed seconds, {report['clips']} clips)")
+    if report["missing_clips"]:
+        print(f"  {report['missing_clips']} clip(s) without prediction counted as misses, "
+              f"e.g. {report['missing_examples'][:3]}", file=sys.stderr)
+    if report["unscored_seconds"]:
+        print(f"  {report['unscored_seconds']} boxed second(s) beyond their clip's final_boxes not counted",
+              file=sys.stderr)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Check (or convert) a released CoTracker3 offline checkpoint for this project.
+
+    python scripts/convert_official_cotracker3.py scaled_offline.pth --check
+    python scripts/convert_official_cotracker3.py scaled_offline.pth --out cotracker3_offline.safetensors
+
+``--check`` builds the model on the meta device and prints what every key became (the file is read
+with the project's safe loader: tensors only, no code run); both modes exit with status 1 naming
+each unaccounted key, missing tensor or shape mismatch. The annotation pipeline's ``cotracker``
+Stage 3 backend reads either file (``stage3.path``).
+"""
+from __future__ import annotations
+
+from core.output_files import OutputIsInputError, refuse_input_as_output
+from core.weights import WeightFileError
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    from models.cotracker3_checkpoint import check_cotracker3, load_cotracker3
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", help="the released scaled_offline.pth (or a CoTracker3 offline state dict)")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="check keys and shapes only")
+    mode.add_argument("--out", help="write the weights in the project's layout as .safetensors")
+    args = parser.parse_args(argv)
+    try:
+        refuse_input_as_output(args.out, {"checkpoint": args.checkpoint})
+    except OutputIsInputError as err:
+        parser.error(str(err))
+    try:
+        report, cfg = check_cotracker3(args.checkpoint)
+        print(report.table())
+        print(f"model: window {cfg.window_len}, {cfg.num_virtual_tracks} virtual tracks, width {cfg.hidden_size}, "
+              f"{cfg.time_depth} time / {cfg.space_depth} space blocks")
+        if report.ok and args.out:
+            from safetensors.torch import save_file
+
+            model = load_cotracker3(args.checkpoint, cfg)
+            save_file({k: v.contiguous() for k, v in model.state_dict().items()}, args.out)
+            print(f"wrote {args.out}")
+    except (WeightFileError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

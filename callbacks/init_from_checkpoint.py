@@ -9,7 +9,9 @@ checkpoint after ``setup``, so the resumed (fine-tuned) weights win. The weights
 """
 from __future__ import annotations
 
+from core.init_time_paths import exported_module
 from core.weights import load_state_dict_file
+from core.weights.pretrained_folder import is_pretrained_folder, load_weights
 
 import logging
 from pathlib import Path
@@ -23,7 +25,8 @@ class InitFromCheckpoint(L.Callback):
     """Load model weights from ``checkpoint_path`` when fitting starts (not the training state).
 
     Args:
-        checkpoint_path: a Lightning ``.ckpt`` of a GroveModule or a plain state dict.
+        checkpoint_path: a Lightning ``.ckpt`` of a GroveModule, a plain state dict or an exported folder
+            (``scripts/export_model.py``).
         strict: every key must match (the same architecture); ``False`` loads what matches and
             logs the rest.
         drop_prefixes: checkpoint keys to leave out before a strict load, e.g. the pre-trained
@@ -44,8 +47,12 @@ class InitFromCheckpoint(L.Callback):
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if stage != "fit" or self.loaded:
             return
-        state = load_state_dict_file(self.checkpoint_path,
-                                     "trainer.callbacks[InitFromCheckpoint].init_args.checkpoint_path")
+        if is_pretrained_folder(self.checkpoint_path):  # an exported folder: its weights, under the module's prefix
+            _, _, prefix = exported_module(self.checkpoint_path)
+            state = {prefix + k: v for k, v in load_weights(self.checkpoint_path).items()}
+        else:
+            state = load_state_dict_file(self.checkpoint_path,
+                                         "trainer.callbacks[InitFromCheckpoint].init_args.checkpoint_path")
         if self.drop_prefixes:
             state = {k: v for k, v in state.items() if not k.startswith(self.drop_prefixes)}
         result = pl_module.load_state_dict(state, strict=self.strict)

@@ -11,15 +11,21 @@ config leaves at the class defaults, and everything the config files or the comm
 wins (the keys that differ from the checkpoint are listed in a warning). A checkpoint of another
 LightningModule class is an error naming both classes; a checkpoint or config naming a class by
 a path it has moved from is mapped to (checkpoint) or named with (config) its current path
-(:data:`MOVED_CLASS_PATHS`). Checkpoints are read through :mod:`core.weights` (tensors and plain
-values only); resuming restores a full training state with Lightning's own loader, which
-unpickles objects beyond tensors: resume only from checkpoints you wrote (pre-trained weights from
-elsewhere go through ``callbacks.init_from_checkpoint.InitFromCheckpoint``, which reads tensors only).
+(:data:`MOVED_CLASS_PATHS`). ``--ckpt_path`` may also be an exported model folder
+(``scripts/export_model.py``): its config.json rebuilds the module and its safetensors weights are
+loaded here. Whenever a checkpoint provides the weights, the files the model is initialised from are
+neither required nor read (:mod:`core.init_time_paths`). Checkpoints are read through
+:mod:`core.weights` (tensors and plain values only); resuming restores a full training state with
+Lightning's own loader, which unpickles objects beyond tensors: resume only from checkpoints you
+wrote (pre-trained weights from elsewhere go through
+``callbacks.init_from_checkpoint.InitFromCheckpoint``, which reads tensors only).
 """
 from __future__ import annotations
 
 from core.dict_merge import merge_dicts
+from core.init_time_paths import drop_init_time_paths, exported_module, is_init_time_key, strict_init_callback
 from core.weights import CKPT_PATH_KEYWORDS, read_checkpoint_hparams
+from core.weights.pretrained_folder import is_pretrained_folder, load_into, load_weights
 
 import json
 import re
@@ -219,7 +225,12 @@ class ConfigLoader(LightningCLI):
             return
         if not Path(ckpt_path).exists():
             raise FileNotFoundError(f"--ckpt_path {ckpt_path}: no such file")
-        hparams = read_checkpoint_hparams(ckpt_path)
+        if is_pretrained_folder(ckpt_path):  # an exported folder: its config.json describes the module
+            exported_class, hparams, prefix = exported_module(ckpt_path)
+            hparams["_class_path"] = exported_class
+            self._exported_folder = (Path(ckpt_path), prefix)
+        else:
+            hparams = read_checkpoint_hparams(ckpt_path)
         hparams.pop("_instantiator", None)
         saved_class = hparams.pop("_class_path", None)
         saved_class = current_class_path(saved_class)
@@ -232,13 +243,34 @@ class ConfigLoader(LightningCLI):
                 f"--ckpt_path {ckpt_path} is a checkpoint of {saved_class}, but the config's model is "
                 f"{given_class}: give the config the checkpoint was trained with, or a checkpoint of {given_class}")
         given_args = as_dict(given.get("init_args"))
-        changed = _differences(hparams, given_args, "model.init_args.")
+        # the files the model is initialised from are not read with a checkpoint (core.init_time_paths)
+        changed = [line for line in _differences(hparams, given_args, "model.init_args.")
+                   if not is_init_time_key(line.split(":", 1)[0])]
         if changed:
             rank_zero_warn(f"--ckpt_path {ckpt_path}: the config sets these model settings differently from the "
                            "checkpoint; the config's values are used:\n  " + "\n  ".join(changed))
         model = {"class_path": given_class or saved_class or self.config[subcommand].model.class_path,
                  "init_args": merge_dicts(hparams, given_args)}
         self.config = self.parser.parse_object({subcommand: {"model": model}}, self.config)
+
+    _exported_folder: tuple[Path, str] | None = None
+    # None: decided from the subcommand and the config (see _weights_from_checkpoint)
+    weights_follow: bool | None = None
+
+    def _weights_from_checkpoint(self, config) -> bool:
+        """Whether every weight comes from a checkpoint (``--ckpt_path``, or fitting from a strict
+        ``InitFromCheckpoint``), so that the files the model is initialised from are not needed."""
+        if self.weights_follow is not None:
+            return self.weights_follow
+        fitting = self.config.get("subcommand") == "fit"
+        return bool(config.get("ckpt_path")) or (fitting and strict_init_callback(config))
+
+    def instantiate_classes(self) -> None:
+        super().instantiate_classes()
+        if self._exported_folder is not None:  # its weights load here; Lightning reads .ckpt files only
+            folder, prefix = self._exported_folder
+            load_into(self.model.get_submodule(prefix.rstrip(".")), load_weights(folder), str(folder))
+            self.config_init[self.config.subcommand]["ckpt_path"] = None
 
     def add_arguments_to_parser(self, parser) -> None:
         # The data pipeline tokenises with the model's own prompter (one tokenizer, one source).
@@ -248,6 +280,8 @@ class ConfigLoader(LightningCLI):
         # Fail before building a 7B model, with every missing file listed at once.
         config = self.config[self.config.subcommand] if self.config.get("subcommand") else self.config
         clear_null_paths(config)
+        if self._weights_from_checkpoint(config):
+            drop_init_time_paths(config)
         problems = missing_paths(config, self.config.get("subcommand"))
         if problems:
             raise FileNotFoundError("these configured paths do not exist:\n  " + "\n  ".join(problems)

@@ -46,9 +46,10 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("judge")
     group.add_argument("--config", role="input", action="append", default=None,
                        help="judge config (repeatable, as cli.py)")
-    group.add_argument("--ckpt_path", role="input", default=None, help="Lightning checkpoint of that config")
+    group.add_argument("--ckpt_path", role="input", default=None,
+                       help="Lightning checkpoint of that config, or an exported folder")
     group.add_argument("--judge", role="input", default=None,
-                       help="released weights: HF folder, LoRA adapter folder or .ckpt")
+                       help="released weights: HF folder, LoRA adapter folder, exported folder or .ckpt")
     group.add_argument("--base_model", role="input", default=None, help="local Qwen2.5-VL folder under a LoRA adapter")
     group.add_argument("--endpoint", default=None, help="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
     group.add_argument("--endpoint_model", default=None, help="the served model's name")

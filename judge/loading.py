@@ -8,7 +8,10 @@
   rebuilt from its saved hyper-parameters;
 * a merged Hugging Face Qwen2.5-VL folder (``config.json``: a released VC-Inspector);
 * a LoRA adapter folder (``adapter_config.json``) over a local Qwen2.5-VL folder, given as
-  ``base_model`` or recorded in the adapter's ``base_model_name_or_path``.
+  ``base_model`` or recorded in the adapter's ``base_model_name_or_path``;
+* an exported judge folder (``scripts/export_model.py``), also as ``ckpt_path`` of a config.
+
+With a checkpoint, the files the judge is initialised from (its vision tower) are not read.
 
 Nothing is downloaded: every path must exist locally. Checkpoints load with ``weights_only=True``.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 from core.config_loader import ConfigLoader
 from core.json_file import read_json
 from core.weights import read_checkpoint
+from core.weights.pretrained_folder import is_pretrained_folder
 
 import inspect
 import warnings
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from judge.model import VCInspectorJudge
+from judge.pretrained import MODEL_TYPE
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -39,11 +44,13 @@ class LoadedJudge:
     video_root: str | None = None
 
 
-def _judge_cli(configs: Sequence[str], overrides: Sequence[str]):
+def _judge_cli(configs: Sequence[str], overrides: Sequence[str], weights_follow: bool = False):
     class ConfigOnlyCLI(ConfigLoader):  # model and data from the config; no trainer, no run
         def instantiate_trainer(self, **kwargs):
             return None
 
+    # with a checkpoint, the files the judge is initialised from are not read (core.init_time_paths)
+    ConfigOnlyCLI.weights_follow = weights_follow
     args = [a for c in configs for a in ("--config", str(c))] + list(overrides)
     with warnings.catch_warnings():  # the command's own sys.argv is not meant for this parser
         warnings.filterwarnings("ignore", message="LightningCLI's args parameter")
@@ -94,11 +101,17 @@ def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, override
     specs = [spec] if isinstance(spec, (str, Path)) else list(spec)
     first = Path(specs[0])
     if first.suffix in CONFIG_SUFFIXES and first.is_file():
-        cli = _judge_cli(specs, overrides)
+        exported = ckpt_path is not None and is_pretrained_folder(ckpt_path, MODEL_TYPE)
+        cli = _judge_cli(specs, overrides, weights_follow=ckpt_path is not None)
         module = cli.model
         if not isinstance(module, JudgeModule):
             raise ValueError(f"{specs}: model.class_path is {type(module).__name__}, not a JudgeModule")
-        if ckpt_path is not None:
+        if exported:  # the folder's own architecture and weights; the config gives the data settings
+            module.judge = VCInspectorJudge.from_pretrained(ckpt_path)
+            module.prompter = module.judge.prompter
+            module.max_new_tokens = int(module.judge.settings.get("scoring", {}).get("max_new_tokens",
+                                                                                    module.max_new_tokens))
+        elif ckpt_path is not None:
             load_judge_state(module, read_checkpoint(ckpt_path, "judge checkpoint"), ckpt_path)
         data = getattr(cli.datamodule, "hparams", {}) or {}
         try:
@@ -111,9 +124,16 @@ def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, override
         refuse_other_model(checkpoint, first)  # before building a judge for nothing
         accepted = inspect.signature(JudgeModule).parameters
         hparams = {k: v for k, v in (checkpoint.get("hyper_parameters") or {}).items() if k in accepted}
+        if not hparams.get("checkpoint_trainable_only"):  # every weight is in the checkpoint
+            hparams["vision_checkpoint"] = None
+            hparams["pretrained_weights"] = False
         module = JudgeModule(**{**hparams, **judge_kwargs})
         load_judge_state(module, checkpoint, first)
         loaded = LoadedJudge(module.judge, max_new_tokens=module.max_new_tokens)
+    elif is_pretrained_folder(first, MODEL_TYPE):
+        judge = VCInspectorJudge.from_pretrained(first)
+        scoring = judge.settings.get("scoring") or {}
+        loaded = LoadedJudge(judge, int(scoring.get("num_frames", 32)), int(scoring.get("max_new_tokens", 64)))
     elif (first / "adapter_config.json").is_file():
         base = base_model or read_json((first / "adapter_config.json")).get("base_model_name_or_path")
         if not base or not (Path(base) / "config.json").is_file():

@@ -20,6 +20,7 @@ from typing import Sequence
 
 import numpy as np
 import torch
+from huggingface_hub import PyTorchModelHubMixin
 from torch import Tensor, nn
 
 from judge.model_inputs import JudgePrompter
@@ -102,8 +103,11 @@ def load_vision_weights(tower: nn.Module, path: str | Path) -> None:
                          f"(tiny vision sizes differ?): {err}") from err
 
 
-class VCInspectorJudge(nn.Module):
+class VCInspectorJudge(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["video-caption-evaluation"]):
     """Qwen2.5-VL with LoRA on the language model; vision tower and merger frozen.
+
+    ``save_pretrained`` / ``from_pretrained`` / ``push_to_hub`` (huggingface_hub's mixin) write and
+    read a self-contained folder (:mod:`judge.pretrained`).
 
     Args:
         model_path: local folder of a Qwen2.5-VL checkpoint (model, tokenizer, video processor).
@@ -129,6 +133,10 @@ class VCInspectorJudge(nn.Module):
         video_feature_cache: keep the frozen tower's video tokens of up to this many clips and reuse
             them when a clip comes again (:class:`judge.video_feature_cache.FrozenVideoFeatureCache`;
             exact, keyed by the clip's pixels); 0 = off. Refused with a trainable tower or merger.
+        pretrained_weights: False builds ``model_path``'s architecture from its config.json without
+            reading its weights (they come from a checkpoint).
+        architecture_folder: an exported judge folder (:mod:`judge.pretrained`) whose architecture,
+            tokenizer and video processor to build (random weights: a checkpoint provides them).
     """
 
     def __init__(self, model_path: str | None = None, tiny: dict | None = None, adapter_path: str | None = None,
@@ -139,12 +147,21 @@ class VCInspectorJudge(nn.Module):
                  train_language_model: bool = False,
                  dtype: str = "float32",
                  gradient_checkpointing: bool = False, seed: int = 0, error_head: bool = False,
-                 error_layer: int = -1, video_feature_cache: int = 0):
+                 error_layer: int = -1, video_feature_cache: int = 0, pretrained_weights: bool = True,
+                 architecture_folder: str | None = None):
         super().__init__()
         from transformers import Qwen2_5_VLForConditionalGeneration
 
         torch_dtype = getattr(torch, dtype)
-        if model_path is not None:
+        # what an exported folder records to rebuild this judge (judge.pretrained)
+        self.init_settings = {"template": template, "max_pixels": max_pixels, "min_pixels": min_pixels,
+                              "dtype": dtype, "error_head": error_head, "error_layer": error_layer, "lora": lora}
+        self.settings: dict = {}
+        if architecture_folder is not None:
+            from judge.pretrained import build_base_from_folder
+
+            tokenizer, video_processor, base = build_base_from_folder(architecture_folder, torch_dtype)
+        elif model_path is not None:
             path = Path(model_path)
             if not (path / "config.json").exists():
                 raise FileNotFoundError(
@@ -154,7 +171,13 @@ class VCInspectorJudge(nn.Module):
 
             tokenizer = AutoTokenizer.from_pretrained(str(path))
             video_processor = AutoVideoProcessor.from_pretrained(str(path))
-            base = Qwen2_5_VLForConditionalGeneration.from_pretrained(str(path), dtype=torch_dtype)
+            if pretrained_weights:
+                base = Qwen2_5_VLForConditionalGeneration.from_pretrained(str(path), dtype=torch_dtype)
+            else:  # the weights come from a checkpoint: the architecture only
+                from transformers import AutoConfig
+
+                base = Qwen2_5_VLForConditionalGeneration._from_config(AutoConfig.from_pretrained(str(path)),
+                                                                       dtype=torch_dtype)
         else:
             tiny = dict(tiny or {})
             vocab_size = tiny.pop("vocab_size", 1024)
@@ -201,6 +224,27 @@ class VCInspectorJudge(nn.Module):
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed + 1)
                 self.error_head = nn.Linear(hidden, 1).to(torch_dtype)
+
+    # -- exported folders (huggingface_hub's ModelHubMixin)
+    def _save_pretrained(self, save_directory) -> None:
+        from judge.pretrained import save_judge
+
+        save_judge(self, save_directory)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, **kwargs) -> "VCInspectorJudge":
+        """A judge from an exported folder or a hub repository id (local cache when offline)."""
+        from core.weights.pretrained_folder import resolve_folder
+
+        hub = {k: kwargs[k] for k in ("revision", "cache_dir", "force_download", "local_files_only", "token")
+               if k in kwargs}
+        return super().from_pretrained(str(resolve_folder(pretrained_model_name_or_path, **hub)), **kwargs)
+
+    @classmethod
+    def _from_pretrained(cls, *, model_id: str, map_location: str = "cpu", **_: object) -> "VCInspectorJudge":
+        from judge.pretrained import load_judge_folder
+
+        return load_judge_folder(cls, model_id, map_location)
 
     @staticmethod
     def _with_adapter(base: nn.Module, lora: dict | None, adapter_path: str | None) -> nn.Module:

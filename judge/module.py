@@ -64,6 +64,8 @@ class JudgeModule(L.LightningModule):
             recomputing them each time a clip is drawn (exact: keyed by the clip's pixels; 0 = off). Worth
             it when clips repeat across epochs and the tower is a fair share of a step (the toy judge:
             about 17 %); memory is clips x tokens x hidden size.
+        pretrained_weights / architecture_folder: see :class:`judge.model.VCInspectorJudge` (set when a
+            checkpoint or an exported folder provides every weight).
         optimizer / lr_scheduler: from the config; None means the paper's AdamW lr 1e-4 with 5 %
             warm-up and cosine decay to 1e-5 (appendix C).
     """
@@ -93,6 +95,8 @@ class JudgeModule(L.LightningModule):
         error_detection_weight: float = 0.0,
         error_layer: int = -1,
         score_token_weight: float = 1.0,
+        pretrained_weights: bool = True,
+        architecture_folder: str | None = None,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
     ):
@@ -109,7 +113,8 @@ class JudgeModule(L.LightningModule):
             train_merger=train_merger, train_embeddings=train_embeddings,
             train_language_model=train_language_model, dtype=dtype,
             gradient_checkpointing=gradient_checkpointing, seed=seed, error_head=error_detection_weight > 0,
-            error_layer=error_layer, video_feature_cache=video_feature_cache)
+            error_layer=error_layer, video_feature_cache=video_feature_cache,
+            pretrained_weights=pretrained_weights, architecture_folder=architecture_folder)
         self.prompter = self.judge.prompter
         self.strict_loading = not checkpoint_trainable_only
         self.correlations = torch.nn.ModuleDict({

@@ -281,34 +281,42 @@ class GroveModule(L.LightningModule):
                 for i, key in enumerate(batch["keys"])}
 
     def format_predictions(self, batch, tagged, phrases, boxes, scores, captions=None) -> dict[str, dict]:
-        """Tensors -> prediction-format dicts: pixel xyxy boxes, kept where score >= objectness_threshold;
-        ``captions`` (plain, to score) default to the tagged captions without their tags."""
-        size = batch["size"].to(boxes.device).float()
-        px = denormalize_boxes(cxcywh_to_xyxy(boxes), size[:, 0, None, None], size[:, 1, None, None])
-        px = torch.minimum(px.clamp(min=0), torch.stack([size[:, 0], size[:, 1]] * 2, -1)[:, None, None])
-        above = scores > self.objectness_threshold if self.objectness_strict else scores >= self.objectness_threshold
-        keep = above & batch["frame_mask"].to(boxes.device).unsqueeze(-1)
-        if self.model.objectness_head is None:
-            keep = batch["frame_mask"].to(boxes.device).unsqueeze(-1).expand_as(scores)
-        px, scores, keep = px.cpu().numpy().round(2), scores.cpu().numpy(), keep.cpu().numpy()
-        frame_indices = batch["frame_indices"].cpu().numpy()
-        out = {}
-        for i, key in enumerate(batch["keys"]):
-            n_p = len(phrases[i])
-            frames = []
-            f_idx, p_idx = keep[i, :, :n_p].nonzero()
-            for f in sorted(set(f_idx.tolist())):
-                sel = p_idx[f_idx == f]
-                frames.append({
-                    "frame": int(frame_indices[i, f]),
-                    "boxes": px[i, f, sel].tolist(),
-                    "labels": [phrases[i][j] for j in sel],
-                    "scores": [float(s) for s in scores[i, f, sel]],
-                })
-            caption = captions[i] if captions is not None else strip_caption(tagged[i])
-            out[key] = {"caption": caption, "tagged_caption": tagged[i],
-                        "phrases": list(phrases[i]), "frames": frames}
-        return out
+        """Tensors -> prediction-format dicts (:func:`format_clip_predictions` at this module's threshold)."""
+        return format_clip_predictions(batch, tagged, phrases, boxes, scores, captions, self.objectness_threshold,
+                                       self.objectness_strict, self.model.objectness_head is not None)
+
+
+def format_clip_predictions(batch, tagged, phrases, boxes, scores, captions, threshold: float, strict: bool,
+                            has_objectness: bool = True) -> dict[str, dict]:
+    """Tensors -> prediction-format dicts: pixel xyxy boxes, kept where score >= ``threshold`` (``> threshold``
+    when ``strict``; every box without an objectness head); ``captions`` (plain, to score) default to the
+    tagged captions without their tags. Shared by ``predict_step`` and :mod:`tools.grove_processor`."""
+    size = batch["size"].to(boxes.device).float()
+    px = denormalize_boxes(cxcywh_to_xyxy(boxes), size[:, 0, None, None], size[:, 1, None, None])
+    px = torch.minimum(px.clamp(min=0), torch.stack([size[:, 0], size[:, 1]] * 2, -1)[:, None, None])
+    above = scores > threshold if strict else scores >= threshold
+    keep = above & batch["frame_mask"].to(boxes.device).unsqueeze(-1)
+    if not has_objectness:
+        keep = batch["frame_mask"].to(boxes.device).unsqueeze(-1).expand_as(scores)
+    px, scores, keep = px.cpu().numpy().round(2), scores.cpu().numpy(), keep.cpu().numpy()
+    frame_indices = batch["frame_indices"].cpu().numpy()
+    out = {}
+    for i, key in enumerate(batch["keys"]):
+        n_p = len(phrases[i])
+        frames = []
+        f_idx, p_idx = keep[i, :, :n_p].nonzero()
+        for f in sorted(set(f_idx.tolist())):
+            sel = p_idx[f_idx == f]
+            frames.append({
+                "frame": int(frame_indices[i, f]),
+                "boxes": px[i, f, sel].tolist(),
+                "labels": [phrases[i][j] for j in sel],
+                "scores": [float(s) for s in scores[i, f, sel]],
+            })
+        caption = captions[i] if captions is not None else strip_caption(tagged[i])
+        out[key] = {"caption": caption, "tagged_caption": tagged[i],
+                    "phrases": list(phrases[i]), "frames": frames}
+    return out
 
 
 def strip_caption(tagged: str) -> str:

@@ -89,6 +89,8 @@ class LanguageModelConfig:
     last hidden state at ``det`` (the [DET] token) or at ``before_det`` (the token before it,
     as the released code takes it). ``tiny_vocab_size`` sizes the offline tokenizer
     built when neither ``path`` nor ``tokenizer_path`` is set (before GROVE's tokens are added).
+    ``pretrained_weights=False`` builds ``path``'s architecture from its config.json without
+    reading its weights (set by the CLI when a checkpoint provides every weight).
     """
 
     path: str | None = None
@@ -104,6 +106,7 @@ class LanguageModelConfig:
     special_tokens: str = "compact"
     query_token: str = "det"
     tiny_vocab_size: int = 1536
+    pretrained_weights: bool = True
 
 
 @dataclass

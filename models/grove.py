@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import torch
+from huggingface_hub import PyTorchModelHubMixin
 from torch import Tensor, nn
 
 from models.box_decoder import BoxDecoder
@@ -75,8 +76,13 @@ def gather_det_hidden(hidden: Tensor, det_mask: Tensor, num_slots: int) -> tuple
     return slots, det_mask.sum(dim=1)
 
 
-class Grove(nn.Module):
-    """The GROVE model built from its four configurations."""
+class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["grounded-video-captioning"]):
+    """The GROVE model built from its four configurations.
+
+    ``save_pretrained`` / ``from_pretrained`` / ``push_to_hub`` (huggingface_hub's mixin) write and
+    read a self-contained folder (:mod:`models.pretrained_grove`): config.json, safetensors
+    weights, the tokenizer, the preprocessing and inference settings and a model card.
+    """
 
     def __init__(self, global_encoder: GlobalEncoderConfig, grounding_encoder: GroundingEncoderConfig,
                  language_model: LanguageModelConfig, decoder: DecoderConfig, tokenizer=None):
@@ -93,6 +99,28 @@ class Grove(nn.Module):
         self.box_head = BoxHead(decoder.dim)
         self.objectness_head = TemporalObjectnessHead(decoder.dim) if decoder.use_objectness else None
         self._prompter: GroundedCaptionPrompter | None = None
+        # what an exported folder carries besides the architecture (models.pretrained_grove.SETTINGS)
+        self.settings: dict = {}
+
+    # -- exported folders (huggingface_hub's ModelHubMixin) ---------------------------------------
+    def _save_pretrained(self, save_directory) -> None:
+        from models.pretrained_grove import save_grove
+
+        save_grove(self, save_directory)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, **kwargs) -> "Grove":
+        """A GROVE from an exported folder or a hub repository id (local cache when offline)."""
+        from models.pretrained_grove import resolve_grove_folder
+
+        folder = resolve_grove_folder(pretrained_model_name_or_path, kwargs)
+        return super().from_pretrained(str(folder), **kwargs)
+
+    @classmethod
+    def _from_pretrained(cls, *, model_id: str, map_location: str = "cpu", **_: object) -> "Grove":
+        from models.pretrained_grove import load_grove
+
+        return load_grove(cls, model_id, map_location)
 
     # -- text --------------------------------------------------------------------------------------
     @property

@@ -159,6 +159,10 @@ def build_causal_lm(config: LanguageModelConfig, tokenizer) -> nn.Module:
     extra = {"attn_implementation": config.attn_implementation} if config.attn_implementation else {}
     if config.path is not None:
         location = require_path(config.path, "model.language_model.path")
+        if not config.pretrained_weights:  # the weights come from a checkpoint: the architecture only
+            from transformers import AutoConfig
+
+            return AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(location)), dtype=dtype, **extra)
         return AutoModelForCausalLM.from_pretrained(str(location), dtype=dtype, **extra)
     if config.llama_config is None:
         raise ValueError("model.language_model: set either 'path' (a local Hugging Face folder) or 'llama_config'")

@@ -3,12 +3,15 @@
     python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml --check
     python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml \
         --out grove.ckpt
+    python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml \
+        --export exported/grove_iground
 
 CKPT is a DeepSpeed zero_to_fp32 ``.bin`` or the Hugging Face folder of the same model. ``--check``
 reads no weights (the model is built on the meta device; works on a checkpoint of meta tensors)
 and prints what every key became; both modes exit with status 1 naming each unaccounted key,
 missing tensor or shape mismatch. The ``--out`` file is what ``cli.py predict/test --ckpt_path``
-and ``callbacks.init_from_checkpoint.InitFromCheckpoint`` take.
+and ``callbacks.init_from_checkpoint.InitFromCheckpoint`` take; ``--export DIR`` writes an exported
+folder instead (``scripts/export_model.py``: config.json, safetensors, tokenizer, model card).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from core.command_parser import CommandParser
 from core.weights import WeightFileError
 
 import sys
+from pathlib import Path
 
 from models.grove_checkpoint import check_official, convert_official_file
 
@@ -28,21 +32,39 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="check keys and shapes only")
     mode.add_argument("--out", role="output", help="write the converted Lightning checkpoint here")
+    mode.add_argument("--export", role="output", help="write an exported model folder here (scripts/export_model.py)")
     args = parser.parse_args(argv)
     try:
         if args.check:
             report, notes = check_official(args.checkpoint, args.config)
-        else:
+        elif args.out:
             report, notes = convert_official_file(args.checkpoint, args.config, args.out)
+        else:
+            report, notes = convert_and_export(args.checkpoint, args.config, args.export)
     except (WeightFileError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     for note in notes:
         print(f"note: {note}")
     print(report.table())
-    if report.ok and args.out:
-        print(f"wrote {args.out}")
+    if report.ok and (args.out or args.export):
+        print(f"wrote {args.out or args.export}")
     return 0 if report.ok else 1
+
+
+def convert_and_export(checkpoint: str, configs: list[str], folder: str):
+    """Convert, then export the converted weights as a folder (the intermediate checkpoint is removed)."""
+    import tempfile
+
+    from scripts.export_model import export
+
+    Path(folder).parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=Path(folder).parent) as tmp:
+        converted = Path(tmp) / "converted.ckpt"
+        report, notes = convert_official_file(checkpoint, configs, converted)
+        if report.ok:
+            export(configs, str(converted), folder, name=f"GROVE (converted from {Path(checkpoint).name})")
+    return report, notes
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     parser.add_argument("--config", role="input", action="append", required=True,
                         help="the config the checkpoint was trained with (repeat to stack configs)")
     parser.add_argument("--ckpt_path", role="input", required=True,
-                        help="a GROVE checkpoint (cli.py fit, or a converted release)")
+                        help="a GROVE checkpoint (cli.py fit, or a converted release) or an exported folder")
     parser.add_argument("--judge", role="input", default=None,
                         help="VC-Inspector judge to rate each clip's caption: a judge .ckpt, a released Hugging Face "
                              "folder, a LoRA adapter folder, or a judge config (with --judge_ckpt)")
@@ -49,9 +49,11 @@ def _stop(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> None:
     args, overrides = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for path in [*args.config, args.ckpt_path]:
+    for path in args.config:
         if not Path(path).is_file():
             sys.exit(f"python -m webdemo: {path} is not a file")
+    if not Path(args.ckpt_path).exists():
+        sys.exit(f"python -m webdemo: {args.ckpt_path} is neither a checkpoint file nor an exported folder")
     signal.signal(signal.SIGTERM, _stop)  # a terminated server cleans up like an interrupted one
     with Workspace() as workspace:
         logging.getLogger("webdemo").info("temporary folder %s (removed when the server stops)", workspace.root)

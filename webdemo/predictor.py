@@ -115,7 +115,7 @@ class DemoPredictor:
 
     Args:
         configs: the config files the checkpoint was trained with (stacked in order).
-        ckpt_path: a checkpoint of ``cli.py fit`` (or a converted official one).
+        ckpt_path: a checkpoint of ``cli.py fit`` (or a converted official one), or an exported folder.
         placeholder_video: any readable video; ``predict`` parsing checks that ``data.videos`` exists.
         overrides: more command-line overrides (``--model.init_args....=...``).
     """
@@ -134,8 +134,9 @@ class DemoPredictor:
         if not hasattr(self.module, "report_objectness") or not hasattr(self.datamodule, "make_video_dataset"):
             raise ValueError(f"{', '.join(map(str, configs))}: the web demo needs a GROVE model "
                              "(lightning_modules.GroveModule) and a grounded-video datamodule")
-        state = load_state_dict_file(ckpt_path, "--ckpt_path")
-        self.module.load_state_dict(state, strict=self.module.strict_loading)
+        if not Path(ckpt_path).is_dir():  # an exported folder's weights were loaded with the module
+            state = load_state_dict_file(ckpt_path, "--ckpt_path")
+            self.module.load_state_dict(state, strict=self.module.strict_loading)
         self.module.eval()
         hp = self.datamodule.hparams
         self.defaults = Settings(self.module.objectness_threshold, self.module.window_mode, hp.video_clip_seconds,

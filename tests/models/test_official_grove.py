@@ -442,3 +442,16 @@ def test_converter_refuses_to_write_over_its_input(tmp_path, tiny_file, capsys):
     assert Path(copy).read_bytes() == before
     assert _convert_main(str(copy), "--config", str(TINY[0]), "--out", str(tmp_path / "grove.ckpt")) == 0
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
+
+
+def test_the_release_converts_straight_to_an_exported_folder(tmp_path, tiny_file):
+    from lightning_modules.grove_module import GroveModule  # noqa: F401  (the module class the folder names)
+
+    folder = tmp_path / "exported"
+    assert _convert_main(str(tiny_file), "--config", str(TINY[0]), "--export", str(folder)) == 0
+    assert {"config.json", "model.safetensors", "README.md"} <= {p.name for p in folder.iterdir()}
+    assert not list(tmp_path.glob("*/converted.ckpt"))
+    loaded = Grove.from_pretrained(folder)
+    reference = _load_converted(Grove(**model_configs_from_yaml(TINY)).eval(), tiny_file)
+    expected = reference.state_dict()
+    assert all(torch.equal(v, expected[k]) for k, v in loaded.state_dict().items())

@@ -1,0 +1,164 @@
+"""A trained model as one self-contained folder, laid out as Hugging Face model repositories are.
+
+    config.json                       the model's own configuration (enough to rebuild it)
+    model.safetensors                 the weights; above ``max_shard_bytes`` instead
+    model-00001-of-0000N.safetensors  shards, with model.safetensors.index.json
+    tokenizer files, preprocessor_config.json, README.md (the model card)
+
+This module writes and reads the weight files and the config of such a folder; what the config
+holds is the model class's business (:mod:`models.pretrained_grove`, :mod:`judge.pretrained`).
+Reading (through :func:`core.weights.read_weights`) refuses, naming the file: a shard the index
+names that is missing, a shard that is not safetensors, tensors holding NaN, and weights that do
+not fit the model the config builds (:func:`load_into`).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+PREPROCESSOR_FILE = "preprocessor_config.json"
+# Shard size: the Hugging Face default of recent transformers releases.
+DEFAULT_MAX_SHARD_BYTES = 5 * 1024 ** 3
+
+
+class PretrainedFolderError(ValueError):
+    """An exported model folder that cannot be loaded as it is."""
+
+
+def is_pretrained_folder(path: str | Path, model_type: str | None = None) -> bool:
+    """Whether ``path`` is a folder whose config.json names a ``model_type`` (the given one, if any)."""
+    config = Path(path) / CONFIG_FILE
+    if not config.is_file():
+        return False
+    try:
+        found = json.loads(config.read_text(encoding="utf-8")).get("model_type")
+    except (json.JSONDecodeError, AttributeError):
+        return False
+    return found is not None if model_type is None else found == model_type
+
+
+def read_config(folder: str | Path, model_type: str) -> dict:
+    """config.json of an exported folder; an error naming the file when it is not one of ``model_type``."""
+    path = Path(folder) / CONFIG_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{folder}: no {CONFIG_FILE}; not an exported model folder "
+                                "(python scripts/export_model.py writes one)")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise PretrainedFolderError(f"{path}: not valid JSON ({err})") from err
+    if not isinstance(config, dict) or config.get("model_type") != model_type:
+        found = config.get("model_type") if isinstance(config, dict) else type(config).__name__
+        raise PretrainedFolderError(f"{path}: model_type is {found!r}, not {model_type!r}")
+    return config
+
+
+def write_json(path: Path, value: dict) -> None:
+    path.write_text(json.dumps(value, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def _nbytes(tensor: torch.Tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
+def _readable(path: Path) -> None:
+    """The permissions of a newly created file (safetensors writes its files owner-only)."""
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    path.chmod(0o666 & ~umask)
+
+
+def save_weights(state: dict[str, torch.Tensor], folder: str | Path,
+                 max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES) -> list[str]:
+    """Write ``state`` as model.safetensors, or as shards in key order with an index when the whole is
+    larger than ``max_shard_bytes``. Tied tensors are written once per name (copied). Returns the files."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in [*folder.glob("model-*-of-*.safetensors"), folder / WEIGHTS_FILE, folder / INDEX_FILE]:
+        stale.unlink(missing_ok=True)
+    state = {k: v.detach().to("cpu").contiguous().clone() for k, v in state.items()}
+    total = sum(_nbytes(v) for v in state.values())
+    if total <= max_shard_bytes:
+        save_file(state, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
+        _readable(folder / WEIGHTS_FILE)
+        return [WEIGHTS_FILE]
+    shards: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    for name, tensor in state.items():
+        if shards[-1] and size + _nbytes(tensor) > max_shard_bytes:
+            shards.append({})
+            size = 0
+        shards[-1][name] = tensor
+        size += _nbytes(tensor)
+    names = [f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
+    weight_map = {}
+    for name, shard in zip(names, shards):
+        save_file(shard, str(folder / name), metadata={"format": "pt"})
+        _readable(folder / name)
+        weight_map.update({key: name for key in shard})
+    write_json(folder / INDEX_FILE, {"metadata": {"total_size": total}, "weight_map": weight_map})
+    return names
+
+
+def load_weights(folder: str | Path) -> dict[str, torch.Tensor]:
+    """The state dict of an exported folder: model.safetensors, or every shard its index names, read by
+    :func:`core.weights.read_weights` (tensors only; NaN refused; a shard the index names but the folder
+    lacks, or that lacks a tensor the index puts there, is an error naming the file)."""
+    from core.weights.files import read_weights
+
+    folder = Path(folder)
+    if not (folder / INDEX_FILE).is_file() and not (folder / WEIGHTS_FILE).is_file():
+        raise FileNotFoundError(f"{folder}: neither {WEIGHTS_FILE} nor {INDEX_FILE}; the folder holds no weights")
+    return read_weights(folder)
+
+
+def load_into(module: torch.nn.Module, state: dict[str, torch.Tensor], where: str) -> None:
+    """Load ``state`` into ``module``: every key, every shape; otherwise an error naming ``where``
+    (the folder), a few keys and what config.json would have to say instead."""
+    expected = module.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    shapes = [f"{k}: weights {tuple(state[k].shape)}, model {tuple(expected[k].shape)}"
+              for k in expected if k in state and state[k].shape != expected[k].shape]
+    if missing or unexpected or shapes:
+        raise PretrainedFolderError(
+            f"{where}: the weights do not fit the model its config.json describes: {len(missing)} missing "
+            f"(e.g. {missing[:3]}), {len(unexpected)} unexpected (e.g. {unexpected[:3]}), {len(shapes)} of another "
+            f"shape (e.g. {shapes[:2]}); config.json and the weights come from different models")
+    module.load_state_dict(state, strict=True)
+
+
+def resolve_folder(model_id: str | Path, *, revision: str | None = None, cache_dir: str | Path | None = None,
+                   force_download: bool = False, local_files_only: bool = False, token=None) -> Path:
+    """A local folder, or the snapshot of a hub repository id (downloaded, or from the local cache).
+
+    Offline (``HF_HUB_OFFLINE=1``, ``local_files_only``, or no connection) a repository not in the
+    cache is an error saying so, not a traceback from the download client."""
+    path = Path(model_id).expanduser()
+    if path.is_dir():
+        return path
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
+
+    offline = local_files_only or constants.HF_HUB_OFFLINE
+    try:
+        return Path(snapshot_download(repo_id=str(model_id), revision=revision, cache_dir=cache_dir,
+                                      force_download=force_download, local_files_only=offline, token=token))
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled, OSError) as err:
+        cache = cache_dir or constants.HF_HUB_CACHE
+        why = ("the hub is offline here (HF_HUB_OFFLINE=1 or local_files_only)" if offline
+               else f"the hub could not be reached ({type(err).__name__})")
+        raise FileNotFoundError(f"{model_id}: not a local folder, and not in the local Hugging Face cache {cache}; "
+                                f"{why}, so it cannot be downloaded. Give the folder's path, or download it "
+                                "where the hub is reachable (huggingface-cli download REPO_ID)") from err
+    except ValueError as err:  # not a valid repo id either
+        raise FileNotFoundError(f"{model_id}: not a local folder, nor a hub repository id ({err})") from err

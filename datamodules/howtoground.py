@@ -34,7 +34,6 @@ import os
 import pickle
 import shutil
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -43,6 +42,7 @@ import numpy as np
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
 from formats.hub_jsonl import build_jsonl_index, is_jsonl, open_jsonl_records
 from formats.keys_files import read_keys_file
+from formats.mapped_index import MappedRecordIndex
 from formats.records import REQUIRED_FIELDS, GroundedRecord, RecordError, read_records
 from formats.safe_pickle import safe_load, safe_loads
 
@@ -269,7 +269,7 @@ def build_index(annotations: str | Path, index_dir: str | Path | None = None,
     return index_dir
 
 
-class LazyRecords(Sequence):
+class LazyRecords(MappedRecordIndex):
     """The records of an index, read and validated one at a time when asked for.
 
     Holds only memory-mapped arrays (opened on first use in each process, so a pickled copy sent
@@ -296,22 +296,6 @@ class LazyRecords(Sequence):
             self._arrays = {n: np.load(self.index_dir / f"{n}.npy", mmap_mode="r") for n in names}
         return self._arrays[name]
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_arrays"], state["_fd"] = None, None  # each process maps the files itself
-        return state
-
-    def __len__(self) -> int:
-        return int(self.meta["num_records"])
-
-    def _check(self, position: int) -> int:
-        position = int(position)
-        if position < 0:
-            position += len(self)
-        if not 0 <= position < len(self):
-            raise IndexError(f"record position {position} out of range for {len(self)} records")
-        return position
-
     def key(self, position: int) -> str:
         """The key of the record at ``position`` (no file is read)."""
         return bytes(self._array("keys")[self._check(position)]).decode("utf-8")
@@ -336,12 +320,10 @@ class LazyRecords(Sequence):
         if self.layout == LAYOUT_FOLDER:
             return record_from_file(self.path_of(position))
         offset, length = int(self._array("offsets")[position]), int(self._array("lengths")[position])
-        if self._fd is None:
-            try:
-                self._fd = os.open(self.index_dir / "records.bin", os.O_RDONLY)
-            except OSError as err:
-                raise RecordError(f"{self.index_dir / 'records.bin'}: cannot open ({err}); rebuild the index") from None
-        blob = os.pread(self._fd, length, offset)
+        try:
+            blob = self._pread(self.index_dir / "records.bin", offset, length)
+        except OSError as err:
+            raise RecordError(f"{self.index_dir / 'records.bin'}: cannot open ({err}); rebuild the index") from None
         source = f"{self.source} (packed in {self.index_dir})"
         if len(blob) != length:
             raise RecordError(f"{source}: record '{self.key(position)}' is truncated; rebuild the index")
@@ -349,13 +331,6 @@ class LazyRecords(Sequence):
 
     def keys(self) -> list[str]:
         return [bytes(k).decode("utf-8") for k in self._array("keys")]
-
-    def __del__(self):
-        if getattr(self, "_fd", None) is not None:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
 
 
 def open_lazy_records(annotations: str | Path, index_dir: str | Path | None = None,

@@ -96,6 +96,22 @@ def probe_video(path: Path, video_id: str) -> VideoInfo:
         return VideoInfo(path, video_id, num_frames, video.fps, video.width, video.height)
 
 
+def probe_videos(videos: str | Path, on_error: str = "skip") -> tuple[list[VideoInfo], list[tuple[str, str]]]:
+    """The headers of the videos :func:`list_videos` finds, and ``(path, reason)`` of each file that
+    could not be opened (``on_error="raise"`` raises instead)."""
+    paths = list_videos(videos)
+    infos: list[VideoInfo] = []
+    unreadable: list[tuple[str, str]] = []
+    for path, video_id in zip(paths, video_ids(paths)):
+        try:
+            infos.append(probe_video(path, video_id))
+        except (VideoDecodeError, OSError) as err:
+            if on_error == "raise":
+                raise
+            unreadable.append((str(path), f"{type(err).__name__}: {err}"))
+    return infos, unreadable
+
+
 def plan_clips(num_grid_frames: int, clip_frames: int | None,
                stride_frames: int | None = None) -> list[tuple[int, int]]:
     """Half-open ``(start, stop)`` ranges of grid positions, one per clip.
@@ -162,16 +178,7 @@ class VideoFolderDataset(GroundedClipDataset):
 
     def __init__(self, videos: str | Path, clip_seconds: float | None = 8.0,
                  stride_seconds: float | None = None, on_error: str = "skip", **dataset_kwargs: Any):
-        paths = list_videos(videos)
-        self.videos: list[VideoInfo] = []
-        self.unreadable: list[tuple[str, str]] = []
-        for path, video_id in zip(paths, video_ids(paths)):
-            try:
-                self.videos.append(probe_video(path, video_id))
-            except (VideoDecodeError, OSError) as err:
-                if on_error == "raise":
-                    raise
-                self.unreadable.append((str(path), f"{type(err).__name__}: {err}"))
+        self.videos, self.unreadable = probe_videos(videos, on_error)
         records = [r for info in self.videos for r in clip_records(info, clip_seconds, stride_seconds)]
         # records carry absolute paths: the root only has to make ``root / video_fname`` that path
         super().__init__(records, video_root=Path("/"), train=False, all_frames=True, on_error=on_error,

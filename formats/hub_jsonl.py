@@ -32,7 +32,6 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -49,6 +48,7 @@ from formats.jsonl_rows import (  # noqa: F401 (the hub layout's names, one impo
     split_key,
 )
 from formats.keys_files import key_of_keys_line, line_error, read_keys_file, read_keys_lines  # noqa: F401
+from formats.mapped_index import MappedRecordIndex
 from formats.records import GroundedRecord, RecordError, read_jsonl_records  # noqa: F401
 
 log = logging.getLogger(__name__)
@@ -245,7 +245,7 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
     return index_dir
 
 
-class JsonlRecords(Sequence):
+class JsonlRecords(MappedRecordIndex):
     """The clips of a hub JSONL file, parsed and validated one at a time when asked for.
 
     Holds the index's memory-mapped arrays (opened on first use in each process, so a copy sent
@@ -273,22 +273,6 @@ class JsonlRecords(Sequence):
             self._arrays = {n: np.load(self.index_dir / f"{n}.npy", mmap_mode="r")
                             for n in ("starts", "lengths", "lines", "keys", "order")}
         return self._arrays
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_arrays"], state["_fd"] = None, None  # each process maps the files itself
-        return state
-
-    def __len__(self) -> int:
-        return int(self.meta["num_records"])
-
-    def _check(self, position: int) -> int:
-        position = int(position)
-        if position < 0:
-            position += len(self)
-        if not 0 <= position < len(self):
-            raise IndexError(f"record position {position} out of range for {len(self)} records")
-        return position
 
     def line(self, position: int) -> int:
         """The line number (1-based) of the row at ``position``."""
@@ -325,12 +309,10 @@ class JsonlRecords(Sequence):
         position = self._check(position)
         arrays = self.arrays()
         start, length = int(arrays["starts"][position]), int(arrays["lengths"][position])
-        if self._fd is None:
-            try:
-                self._fd = os.open(self.source, os.O_RDONLY)
-            except OSError as err:
-                raise RecordError(f"{self.source}: cannot open ({err})") from None
-        blob = os.pread(self._fd, length, start)
+        try:
+            blob = self._pread(self.source, start, length)
+        except OSError as err:
+            raise RecordError(f"{self.source}: cannot open ({err})") from None
         if len(blob) != length:
             raise RecordError(f"{self.source}, line {self.line(position)}: the file is shorter than its index; "
                               "it changed after indexing (open it again to rebuild the index)")
@@ -343,13 +325,6 @@ class JsonlRecords(Sequence):
         key = bytes(self.arrays()["keys"][position]).decode("utf-8") if self.keys_source is not None else None
         return record_from_line(self.text(position), self.source, self.line(position), key, self.keys_source,
                                 self.clip_boxes)
-
-    def __del__(self):
-        if getattr(self, "_fd", None) is not None:
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
 
 
 def open_jsonl_records(path: str | Path, index_dir: str | Path | None = None, keys: str | Path | None = None,

@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule
 from datamodules.grounded_dataset import GroundedClipDataset, GroundedCollate
-from datamodules.video_folder import VideoInfo, list_videos, probe_video, seconds_to_grid_frames, video_ids
+from datamodules.video_folder import VideoInfo, probe_videos, seconds_to_grid_frames
 from formats.frame_grids import annotation_grid, annotation_step
 from formats.records import GroundedRecord
 from formats.video import VideoDecodeError
@@ -72,16 +72,7 @@ class LongVideoClips(IterableDataset):
         self.shot_threshold = shot_threshold
         self.min_shot_seconds = min_shot_seconds
         self.on_error = on_error
-        self.videos: list[VideoInfo] = []
-        self.unreadable: list[tuple[str, str]] = []
-        paths = list_videos(videos)
-        for path, video_id in zip(paths, video_ids(paths)):
-            try:
-                self.videos.append(probe_video(path, video_id))
-            except (VideoDecodeError, OSError) as err:
-                if on_error == "raise":
-                    raise
-                self.unreadable.append((str(path), f"{type(err).__name__}: {err}"))
+        self.videos, self.unreadable = probe_videos(videos, on_error)
         self.preprocess = _GivenFrames([], video_root=Path("/"), train=False, all_frames=True, on_error=on_error,
                                        **dataset_kwargs)
 

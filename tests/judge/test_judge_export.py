@@ -124,7 +124,8 @@ def test_python_m_judge_and_the_agreement_scorer_take_the_folder(trained, export
                                  ("folder", ["--judge", str(exported), "--num_frames", "4"])):
             main(["score", *judge_args, "--pairs", str(pairs), "--out", str(tmp_path / f"{name}.jsonl"),
                   "--video_root", str(trained["root"] / "videos"), "--no_progress"])
-            outputs[name] = [{k: v for k, v in json.loads(line).items() if k not in ("seconds",)}
+            # "scored_with" names the judge's source (checkpoint or folder): it differs by design
+            outputs[name] = [{k: v for k, v in json.loads(line).items() if k not in ("seconds", "scored_with")}
                              for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
         scorer = load_judge_scorer(config=[trained["config"]], ckpt_path=str(exported))
         assert _same_weights(scorer.judge, trained["state"])

@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import pickle
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -42,7 +41,7 @@ import numpy as np
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
 from formats.hub_jsonl import build_jsonl_index, is_jsonl, open_jsonl_records
 from formats.keys_files import read_keys_file
-from formats.mapped_index import MappedRecordIndex
+from formats.mapped_index import MappedRecordIndex, staged_index
 from formats.records import REQUIRED_FIELDS, GroundedRecord, RecordError, read_records
 from formats.safe_pickle import safe_load, safe_loads
 
@@ -231,11 +230,7 @@ def build_index(annotations: str | Path, index_dir: str | Path | None = None,
     if not rebuild and _index_is_current(index_dir, meta):
         return index_dir
     start = time.perf_counter()
-    index_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = index_dir.with_name(f".{index_dir.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
+    with staged_index(index_dir) as tmp:
         if annotations.is_dir():
             keys, codes = _folder_listing(annotations)
             if keys_path is not None:
@@ -258,12 +253,6 @@ def build_index(annotations: str | Path, index_dir: str | Path | None = None,
         meta["num_records"] = int(len(keys))
         meta["build_seconds"] = round(time.perf_counter() - start, 3)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        if index_dir.exists():
-            shutil.rmtree(index_dir)
-        tmp.replace(index_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("indexed %d records of %s in %.1f s (%s)", meta["num_records"], annotations,
              meta["build_seconds"], index_dir)
     return index_dir

@@ -30,7 +30,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Mapping
@@ -48,7 +47,7 @@ from formats.jsonl_rows import (  # noqa: F401 (the hub layout's names, one impo
     split_key,
 )
 from formats.keys_files import key_of_keys_line, line_error, read_keys_file, read_keys_lines  # noqa: F401
-from formats.mapped_index import MappedRecordIndex
+from formats.mapped_index import MappedRecordIndex, staged_index
 from formats.records import GroundedRecord, RecordError, read_jsonl_records  # noqa: F401
 
 log = logging.getLogger(__name__)
@@ -225,22 +224,12 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
         lines = numbers[row_keys == dup][:2].tolist()
         raise RecordError(f"{path}: clip key '{dup.decode()}' appears twice (lines {lines[0]} and {lines[1]}); "
                           "keys must be unique")
-    index_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = index_dir.with_name(f".{index_dir.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
+    with staged_index(index_dir) as tmp:
         for name, array in (("starts", starts), ("lengths", lengths), ("lines", numbers), ("keys", row_keys),
                             ("order", order[known].astype(np.int64))):
             np.save(tmp / f"{name}.npy", array)
         meta = {**meta, "num_records": int(len(starts)), "build_seconds": round(time.perf_counter() - began, 3)}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        if index_dir.exists():
-            shutil.rmtree(index_dir)
-        tmp.replace(index_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("indexed %d rows of %s in %.1f s (%s)", meta["num_records"], path, meta["build_seconds"], index_dir)
     return index_dir
 

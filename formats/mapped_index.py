@@ -8,9 +8,29 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+
+@contextmanager
+def staged_index(index_dir: Path) -> Iterator[Path]:
+    """A private sibling folder to write an index into; it replaces ``index_dir`` only when the
+    block ends without an error (removed otherwise), so a reader never sees half an index."""
+    index_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = index_dir.with_name(f".{index_dir.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+        if index_dir.exists():
+            shutil.rmtree(index_dir)
+        tmp.replace(index_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 class MappedRecordIndex(Sequence):

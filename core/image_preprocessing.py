@@ -37,6 +37,25 @@ def _to_tensor(frames: np.ndarray | torch.Tensor) -> torch.Tensor:
     return t.permute(0, 3, 1, 2).float()
 
 
+# Bytes of frames converted to floating point at once. A whole clip's float copy at full
+# resolution is large (40 frames of 640x360: 110 MB, doubled by the copy that resizing makes) while
+# the resized clip is small, and every step after the conversion works frame by frame, so a clip
+# converted and resized a few frames at a time gives the same values, bit for bit, in a fraction of
+# the memory. Chunks this small also stay below the allocator's mapping threshold that
+# :mod:`core.heap` sets for long runs, so they reuse heap memory instead of faulting in fresh pages.
+FLOAT_CHUNK_BYTES = 4 * 2**20
+
+
+def _float_chunks(frames, transform) -> torch.Tensor:
+    """``transform(_to_tensor(frames))``, computed on chunks of about ``FLOAT_CHUNK_BYTES`` of float frames."""
+    shape = np.shape(frames)
+    n = shape[0] if len(shape) else 0
+    step = max(1, FLOAT_CHUNK_BYTES // max(1, 4 * int(np.prod(shape[1:]))))
+    if n <= step:
+        return transform(_to_tensor(frames))
+    return torch.cat([transform(_to_tensor(frames[i:i + step])) for i in range(0, n, step)])
+
+
 def _pil_resize(frames, size: tuple[int, int], resample: str) -> torch.Tensor:
     """8-bit frames ``(N, H, W, 3)`` resized one by one with PIL -> ``(N, 3, h, w)`` float32 in 0..255
     (whole grey levels, as PIL writes them). The released preprocessing is PIL's, frame by frame."""
@@ -75,26 +94,28 @@ def preprocess_global(frames, image_size: int, mode: str = "squash") -> torch.Te
         h, w = np.shape(frames)[1:3]
         x = _pil_resize(frames, _clip_size(h, w, image_size), "bicubic")
         return _clip_normalise(_centre_crop(x, image_size))
-    x = _to_tensor(frames)
+    return _clip_normalise(_float_chunks(frames, lambda x: _global_geometry(x, image_size, mode)))
+
+
+def _global_geometry(x: torch.Tensor, image_size: int, mode: str) -> torch.Tensor:
+    """The resize (and crop or pad) of ``mode`` on float frames ``(N, 3, H, W)`` in 0..255."""
     h, w = x.shape[-2:]
     if mode == "squash":
-        x = _resize(x, (image_size, image_size))
-    elif mode == "center_crop":
+        return _resize(x, (image_size, image_size))
+    if mode == "center_crop":
         scale = image_size / min(h, w)
         nh, nw = max(image_size, round(h * scale)), max(image_size, round(w * scale))
         x = _resize(x, (nh, nw))
         top, left = (nh - image_size) // 2, (nw - image_size) // 2
-        x = x[..., top:top + image_size, left:left + image_size]
-    elif mode == "clip_torch":
+        return x[..., top:top + image_size, left:left + image_size]
+    if mode == "clip_torch":
         nh, nw = _clip_size(h, w, image_size)
         if (nh, nw) != (h, w):
             # PIL's bicubic resamples 0..255 values and rounds them to integers
             x = F.interpolate(x, size=(nh, nw), mode="bicubic", align_corners=False, antialias=True)
             x = x.round().clamp(0, 255)
-        x = _centre_crop(x, image_size)
-    else:
-        x = _pad_square(_resize_longest(x, image_size), image_size, value=0.0)
-    return _clip_normalise(x)
+        return _centre_crop(x, image_size)
+    return _pad_square(_resize_longest(x, image_size), image_size, value=0.0)
 
 
 def _centre_crop(x: torch.Tensor, image_size: int) -> torch.Tensor:
@@ -127,7 +148,7 @@ def _pad_square(x: torch.Tensor, image_size: int, value: float) -> torch.Tensor:
 def preprocess_grounding(frames, image_size: int, mode: str = "float") -> torch.Tensor:
     """Frames for the grounding (SAM) encoder: longest side to ``image_size``, SAM-normalised, padded.
 
-    ``mode``: ``float`` (torch, the whole clip at once) or ``sam`` (PIL on 8-bit frames, as SAM's
+    ``mode``: ``float`` (torch, in chunks of frames) or ``sam`` (PIL on 8-bit frames, as SAM's
     ``ResizeLongestSide`` and the released GROVE).
     """
     if mode not in GROUNDING_RESIZE_MODES:
@@ -135,7 +156,7 @@ def preprocess_grounding(frames, image_size: int, mode: str = "float") -> torch.
     if mode == "sam":
         x = _pil_resize(frames, _longest_side_size(*np.shape(frames)[1:3], image_size), "bilinear")
     else:
-        x = _resize_longest(_to_tensor(frames), image_size)
+        x = _float_chunks(frames, lambda t: _resize_longest(t, image_size))
     mean = torch.tensor(SAM_MEAN).view(1, 3, 1, 1)
     std = torch.tensor(SAM_STD).view(1, 3, 1, 1)
     # Pad after normalising, with zeros, exactly as SAM's preprocess does.

@@ -24,6 +24,7 @@ from datamodules.video_folder import VideoInfo, probe_videos, seconds_to_grid_fr
 from formats.frame_grids import annotation_grid, annotation_step
 from formats.records import GroundedRecord
 from formats.video import VideoDecodeError
+from longvideo.prefetch import BackgroundIterable
 from longvideo.segments import SEGMENTERS, ClipPlanner, PlannedClip, ShotCutDetector
 from longvideo.stream import DecodeGap, stream_frames
 
@@ -146,6 +147,13 @@ class LongVideoCollate(GroundedCollate):
         return batch
 
 
+# Where clips are decoded and preprocessed while the model runs: ``thread`` (a background thread of
+# the model's process, :mod:`longvideo.prefetch`), ``worker`` (a forked DataLoader worker: the pair of
+# processes grows with the video's length as pages get copied on write), ``inline`` (between
+# batches, in the model's own thread: the least memory, no overlap).
+DECODE_IN = ("thread", "worker", "inline")
+
+
 class LongVideoDataModule(GroundedVideoDataModule):
     """:class:`GroundedVideoDataModule` whose ``predict`` on ``videos`` streams each video once.
 
@@ -153,13 +161,17 @@ class LongVideoDataModule(GroundedVideoDataModule):
         segmenter: ``grid`` (clips of ``video_clip_seconds`` on the 5-fps grid, tiled) or ``shots``
             (PySceneDetect's content detector; clips never straddle a cut).
         shot_threshold / min_shot_seconds: the detector's threshold and shortest shot.
+        decode_in: where clips are decoded while the model runs (:data:`DECODE_IN`): ``thread``
+            (default), ``worker`` (a DataLoader worker, when ``num_workers`` > 0) or ``inline``.
     """
 
     def __init__(self, segmenter: str = "grid", shot_threshold: float = 27.0, min_shot_seconds: float = 0.6,
-                 **kwargs: Any):
+                 decode_in: str = "thread", **kwargs: Any):
         super().__init__(**kwargs)
         if segmenter not in SEGMENTERS:
             raise ValueError(f"data.init_args.segmenter must be one of {SEGMENTERS}, got {segmenter!r}")
+        if decode_in not in DECODE_IN:
+            raise ValueError(f"data.init_args.decode_in must be one of {DECODE_IN}, got {decode_in!r}")
 
     def make_video_dataset(self) -> LongVideoClips:
         hp = self.hparams
@@ -177,10 +189,15 @@ class LongVideoDataModule(GroundedVideoDataModule):
         if not isinstance(self.datasets.get("predict"), LongVideoClips):
             return super().predict_dataloader()
         hp = self.hparams
-        # one worker decodes while the model runs; more would each hold a decoder (videos are shared out)
-        return DataLoader(self.datasets["predict"], batch_size=hp.eval_batch_size or hp.batch_size,
-                          num_workers=min(1, hp.num_workers), collate_fn=LongVideoCollate(self.prompter),
-                          persistent_workers=False)
+        batch_size = hp.eval_batch_size or hp.batch_size
+        clips, workers = self.datasets["predict"], 0
+        if hp.decode_in == "thread":
+            clips = BackgroundIterable(clips, depth=batch_size)
+        elif hp.decode_in == "worker":
+            # one worker decodes while the model runs; more would each hold a decoder (videos are shared out)
+            workers = min(1, hp.num_workers)
+        return DataLoader(clips, batch_size=batch_size, num_workers=workers,
+                          collate_fn=LongVideoCollate(self.prompter), persistent_workers=False)
 
 
 __all__ = ["LongVideoDataModule", "LongVideoClips", "LongVideoCollate", "clip_record"]

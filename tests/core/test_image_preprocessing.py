@@ -2,6 +2,7 @@
 from core.image_preprocessing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
 
 import numpy as np
+import pytest
 import torch
 
 
@@ -34,3 +35,23 @@ def test_center_crop_keeps_the_middle():
     f[:, :, :40] = 255  # left third white: cropped away by a centre crop
     x = preprocess_global(f, 40, "center_crop")
     assert x.max() < 0  # only black remains (negative after normalisation)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_chunked_conversion_gives_the_whole_clip_values_bit_for_bit(seed, monkeypatch):
+    """Frames are converted to float and resized a few at a time; the values equal converting the clip at once."""
+    import core.image_preprocessing as module
+
+    rng = np.random.default_rng(seed)
+    n, h, w = int(rng.integers(1, 30)), int(rng.integers(20, 200)), int(rng.integers(20, 200))
+    frames = rng.integers(0, 256, (n, h, w, 3), dtype=np.uint8)
+    size = int(rng.integers(16, 96))
+    monkeypatch.setattr(module, "FLOAT_CHUNK_BYTES", 2**40)  # one chunk: the whole clip at once
+    whole = [preprocess_grounding(frames, size)] + [preprocess_global(frames, size, m)
+                                                   for m in ("squash", "center_crop", "pad", "clip_torch")]
+    frame_bytes = h * w * 3 * 4
+    monkeypatch.setattr(module, "FLOAT_CHUNK_BYTES", frame_bytes * int(rng.integers(1, 4)))  # 1-3 frames a chunk
+    chunked = [preprocess_grounding(frames, size)] + [preprocess_global(frames, size, m)
+                                                     for m in ("squash", "center_crop", "pad", "clip_torch")]
+    for a, b in zip(whole, chunked):
+        assert a.shape == b.shape and torch.equal(a, b)

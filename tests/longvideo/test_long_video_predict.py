@@ -86,3 +86,19 @@ def test_corrupt_middle_is_a_gap_in_the_timeline_and_the_rest_is_predicted(tiny_
     assert len({s["shot"] for s in segments}) == 2
     predictions = json.loads((run / "predictions_predict.json").read_text())
     assert sorted(predictions) == sorted(s["key"] for s in segments)
+
+
+@pytest.mark.slow
+def test_where_clips_are_decoded_changes_no_output(tiny_synthetic_root, tmp_path, fixed_caption):
+    """``decode_in``: a background thread (default), a forked worker, or inline give the same files."""
+    video = write_video(tmp_path / "walk.mp4", moving_square(100, 10), fps=10)
+    outputs = {}
+    for where in ("thread", "worker", "inline"):
+        run = predict(tiny_synthetic_root, tmp_path / where, video,
+                      "--config", str(ROOT / "configs" / "long_video.yaml"),
+                      "--trainer.callbacks.text_encoder=exact", "--trainer.callbacks.render=false",
+                      f"--data.init_args.decode_in={where}", "--data.init_args.num_workers=1")
+        timeline = json.loads((run / "timeline.json").read_text())
+        outputs[where] = ((run / "predictions_predict.json").read_text(), timeline["videos"])
+    assert outputs["thread"] == outputs["worker"] == outputs["inline"]
+    assert [s["key"] for s in outputs["thread"][1][0]["segments"]] == ["walk_0", "walk_1", "walk_2"]

@@ -11,7 +11,7 @@ diamond", the third "a third red diamond". A clip where no object is visible has
 the caption "nothing moves across the scene."
 
 ``python -m longvideo.clip_records OUT.json`` writes ``OUT_clips.json`` for a ground truth made
-earlier (the generator writes it too); :func:`metrics.evaluate` reads it as ``--gt``.
+earlier (the generator writes it too); ``python -m metrics.evaluate`` reads it as ``--gt``.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from datamodules.video_folder import seconds_to_grid_frames
 from formats.frame_grids import annotation_step
 from formats.records import GroundedRecord, write_records_json
 from longvideo.segments import ClipPlanner
@@ -33,8 +34,7 @@ ORDINALS = ("third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "
 
 def truth_clips(truth: Mapping[str, Any], clip_seconds: float = 8.0) -> Iterator[tuple[int, np.ndarray]]:
     """``(clip index, grid frames)`` of the clips long-video predict cuts (grid mode) from this video."""
-    step = annotation_step(float(truth["fps"]))
-    planner = ClipPlanner(max(1, int(round(clip_seconds * float(truth["fps"]) / step))))
+    planner = ClipPlanner(seconds_to_grid_frames(clip_seconds, float(truth["fps"])))
     for frame in sorted(int(entry["frame"]) for entry in truth["frames"]):
         for clip in planner.push(frame, None):
             yield clip.index, clip.frames

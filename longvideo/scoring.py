@@ -16,8 +16,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from longvideo.clip_records import truth_clips, video_stem
 from longvideo.linking import box_iou
-from longvideo.segments import ClipPlanner
 
 METRIC_NAMES = ("HOTA", "DetA", "AssA", "IDF1", "MOTA", "IDSW")
 
@@ -84,15 +84,10 @@ def clips_from_truth(truth: Mapping[str, Any], clip_seconds: float = 8.0, paraph
     step = max(1, int(round(fps / 5.0)))
     phrase_of = {int(o["id"]): o["phrase"] for o in truth["objects"]}
     frames = {int(f["frame"]): f for f in truth["frames"]}
-    planner = ClipPlanner(max(1, int(round(clip_seconds * fps / step))))
-    planned = []
-    for f in sorted(frames):
-        planned += planner.push(f, None)
-    planned += planner.close()
     clips, predictions = [], {}
-    for clip in planned:
-        key = f"{truth['video'].rsplit('.', 1)[0]}_{clip.index}"
-        ids = sorted({i for f in clip.frames for i in frames[int(f)]["ids"]})
+    for index, grid in truth_clips(truth, clip_seconds):
+        key = f"{video_stem(truth)}_{index}"
+        ids = sorted({i for f in grid for i in frames[int(f)]["ids"]})
         rng.shuffle(ids)
         names: dict[int, str] = {}
         for i in ids:
@@ -105,7 +100,7 @@ def clips_from_truth(truth: Mapping[str, Any], clip_seconds: float = 8.0, paraph
                 name, n = f"{base} {n}", n + 1
             names[i] = name
         pred_frames = []
-        for f in clip.frames:
+        for f in grid:
             entry = frames[int(f)]
             pairs = [(names[i], b) for i, b in zip(entry["ids"], entry["boxes"])]
             if pairs:
@@ -114,9 +109,8 @@ def clips_from_truth(truth: Mapping[str, Any], clip_seconds: float = 8.0, paraph
         phrases = [names[i] for i in ids]
         predictions[key] = {"caption": ", ".join(phrases), "tagged_caption": "", "phrases": phrases,
                             "frames": pred_frames}
-        clips.append({"key": key, "clip": clip.index, "shot": 0, "frames": clip.frames.tolist(),
-                      "start_frame": int(clip.frames[0]),
-                      "end_frame": min(int(clip.frames[-1]) + step - 1, int(truth["num_frames"]) - 1)})
+        clips.append({"key": key, "clip": index, "shot": 0, "frames": grid.tolist(), "start_frame": int(grid[0]),
+                      "end_frame": min(int(grid[-1]) + step - 1, int(truth["num_frames"]) - 1)})
     return clips, predictions
 
 

@@ -11,7 +11,8 @@ and encoded chunk by chunk, so a one-hour video needs no more memory than a one-
 
 The ground truth (``<name>.json``) gives every object's id and phrase, and on every frame of the
 5-fps grid the visible objects' ids and tight boxes (exact, as the built-in generator computes
-them: visible pixels only, the wall and nearer objects removed).
+them: visible pixels only, the wall and nearer objects removed). ``<name>_clips.json`` holds the
+same boxes as one captioned record per clip long-video predict cuts (:mod:`longvideo.clip_records`).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from datamodules.synthetic_scenes import (
 )
 from formats.frame_grids import annotation_grid
 from formats.video import VideoWriter
+from longvideo.clip_records import clip_records_path, write_clip_records
 
 
 @dataclass(frozen=True)
@@ -120,8 +122,10 @@ def ground_truth_chunk(scene: SyntheticScene, identities: list[int], frames: np.
 
 
 def generate_long_video(path: str | Path, config: LongVideoConfig, chunk_frames: int = 150,
-                        video: bool = True) -> dict[str, Any]:
-    """Write ``path`` (MP4, unless ``video`` is False) and ``path.with_suffix('.json')`` (the ground truth)."""
+                        video: bool = True, clip_seconds: float = 8.0) -> dict[str, Any]:
+    """Write ``path`` (MP4, unless ``video`` is False), ``path.with_suffix('.json')`` (the ground truth)
+    and its per-clip records for clips of ``clip_seconds`` (``<stem>_clips.json``,
+    :mod:`longvideo.clip_records`)."""
     path = Path(path)
     scene, identities = sample_long_scene(config)
     threshold = _visible_threshold(scene, SyntheticConfig(frame_size=(config.width, config.height),
@@ -149,6 +153,7 @@ def generate_long_video(path: str | Path, config: LongVideoConfig, chunk_frames:
              "config": json.loads(json.dumps(asdict(config))),
              "objects": [{"id": i, "phrase": phrase[i]} for i in sorted(phrase)], "frames": truth_frames}
     path.with_suffix(".json").write_text(json.dumps(truth))
+    write_clip_records(truth, path.with_suffix(".json"), clip_seconds)
     return truth
 
 
@@ -165,13 +170,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--fps", type=float, default=30.0)
     parser.add_argument("--objects", type=int, default=6)
     parser.add_argument("--object-size", type=int, nargs=2, default=[28, 56], metavar=("MIN", "MAX"))
+    parser.add_argument("--clip-seconds", type=float, default=8.0,
+                        help="clip length of the per-clip records (long-video predict's data.video_clip_seconds)")
     parser.add_argument("--no-video", action="store_true", help="write the ground truth only")
     args = parser.parse_args(argv)
     config = LongVideoConfig(duration_s=60 * args.minutes, fps=args.fps, width=args.width, height=args.height,
                              num_objects=args.objects, seed=args.seed, object_size=tuple(args.object_size))
-    truth = generate_long_video(args.out, config, video=not args.no_video)
+    truth = generate_long_video(args.out, config, video=not args.no_video, clip_seconds=args.clip_seconds)
+    truth_path = Path(args.out).with_suffix(".json")
     print(f"{args.out}: {config.num_frames} frames, {len(truth['objects'])} objects; ground truth "
-          f"{Path(args.out).with_suffix('.json')}")
+          f"{truth_path}, per-clip records {clip_records_path(truth_path)}")
     return truth
 
 

@@ -206,7 +206,8 @@ def build_app(predictor: DemoPredictor, workspace: Workspace, samples: Sequence[
                 long_video = gr.Checkbox(
                     value=False, label="long-video mode (configs/long_video.yaml: one streaming pass, a timeline "
                                        "of entities linked across clips)",
-                    info=None if predictor.long_video is not None else f"not available: {predictor.long_video_error}",
+                    info=None if predictor.long_video is not None else
+                    f"not available: {predictor.long_video_error[:300]}",
                     interactive=predictor.long_video is not None, elem_id="grove-long")
                 with gr.Accordion("settings", open=False):
                     threshold = gr.Slider(0.0, 1.0, value=defaults.objectness_threshold, step=0.01,

@@ -162,12 +162,13 @@ class DemoPredictor:
         if long_video_config is not None:
             try:  # the command line's parse of --config ... --config OVERLAY, nothing built twice
                 parsed = _ParseOnly(subclass_mode_model=True, subclass_mode_data=True, save_config_callback=None,
-                                    parser_kwargs={"parser_mode": "omegaconf"},
+                                    parser_kwargs={"parser_mode": "omegaconf", "exit_on_error": False},
                                     args=["predict", *stacked, "--config", str(long_video_config), *rest],
                                     run=True).parsed
                 self.long_video = LongVideoSetup.from_parsed(parsed, long_video_config)
-            except (Exception, SystemExit) as err:  # noqa: BLE001  (the per-clip page still serves)
-                self.long_video_error = f"{long_video_config} does not stack on the config: {err}"
+            except Exception as err:  # noqa: BLE001  (the per-clip page still serves)
+                reason = " ".join(str(err).split())
+                self.long_video_error = f"{long_video_config} does not stack on the config: {reason}"
                 log.warning("long-video mode is off: %s", self.long_video_error)
 
     def stop(self, timeout: float) -> bool:

@@ -168,3 +168,15 @@ def test_the_page_shows_the_timeline_or_a_message(tmp_path, caplog):
         message = html.unescape(_run_long(DemoApp(unread, workspace), broken)["status"])
         assert "'broken.mp4' could not be read as a video" in message
         assert unread.calls == []  # checked before the model is asked
+
+
+@pytest.mark.slow
+def test_an_overlay_that_does_not_stack_leaves_the_per_clip_page_serving(tiny_checkpoint, tiny_synthetic_root):
+    clip = sorted((tiny_synthetic_root / "videos").glob("synthtest*.mp4"))[0]
+    predictor = DemoPredictor([DEMO_CONFIG], tiny_checkpoint, clip, [*TINY_MODEL_ARGS, "--data.init_args.root=/x"])
+    assert predictor.long_video is None  # LongVideoDataModule takes no root, as on the command line
+    assert str(LONG_VIDEO_OVERLAY) in predictor.long_video_error and "'root' is not accepted" \
+        in predictor.long_video_error
+    with pytest.raises(ValueError, match="long-video mode is not available on this server: .*long_video.yaml"):
+        predictor.predict_long(clip, predictor.defaults, clip.parent)
+    assert predictor.defaults.max_new_tokens == 6  # the per-clip predictor was built

@@ -1,5 +1,8 @@
 """``python -m webdemo --config CONFIG --ckpt_path CKPT [--judge JUDGE] [--port 7860]``: serve the demo on 127.0.0.1.
 
+The page's long-video mode stacks ``--long_video_config`` (``configs/long_video.yaml``) on the
+configs, as ``cli.py predict --config CONFIG --config configs/long_video.yaml`` does.
+
 Arguments the demo does not know (``--model.init_args.max_new_tokens=32``, ...) go to the config
 parsing as they would on ``cli.py predict``.
 """
@@ -30,6 +33,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
                              "folder, a LoRA adapter folder, or a judge config (with --judge_ckpt)")
     parser.add_argument("--judge_ckpt", role="input", default=None,
                         help="checkpoint of the judge config given as --judge")
+    parser.add_argument("--long_video_config", role="input", default=None,
+                        help="the overlay the page's long-video mode stacks on --config, as cli.py predict stacks it "
+                             "(default: configs/long_video.yaml)")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: this machine only)")
     parser.add_argument("--port", type=int, default=7860)
     parser.add_argument("--samples", type=non_negative_int, default=3,
@@ -49,7 +55,7 @@ def _stop(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> None:
     args, overrides = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for path in args.config:
+    for path in [*args.config, *([args.long_video_config] if args.long_video_config else [])]:
         if not Path(path).is_file():
             sys.exit(f"python -m webdemo: {path} is not a file")
     if not Path(args.ckpt_path).exists():
@@ -64,7 +70,8 @@ def main(argv: list[str] | None = None) -> None:
         from webdemo.samples import write_samples
 
         samples = write_samples(workspace.samples_dir, count=max(1, args.samples))
-        predictor = DemoPredictor(args.config, args.ckpt_path, samples[0].path, overrides)
+        long_video = {"long_video_config": args.long_video_config} if args.long_video_config else {}
+        predictor = DemoPredictor(args.config, args.ckpt_path, samples[0].path, overrides, **long_video)
         judge = None
         if args.judge:
             from webdemo.judging import load_clip_judge

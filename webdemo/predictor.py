@@ -7,7 +7,8 @@ and the checkpoint's weights are read once, as tensors only. Each request then r
 (:class:`callbacks.PredictionWriter`, :class:`callbacks.AnnotatedVideoWriter`) pointed at the
 request's folder, so the predictions file is the one ``cli.py predict`` writes for that video with
 the same settings. Requests run one at a time (a lock), since the model's inference settings are
-set per request.
+set per request. Long-video mode (:meth:`DemoPredictor.predict_long`) runs the same model with the
+datamodule and callbacks of ``configs/long_video.yaml`` stacked on the configs (:mod:`webdemo.long_video`).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from core.config_loader import DATA_PATH_SUFFIXES, ConfigLoader, as_dict
 from core.json_file import read_json
 from core.weights import load_state_dict_file
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -25,8 +27,13 @@ import lightning as L
 
 from callbacks.annotated_video_writer import AnnotatedVideoWriter
 from callbacks.prediction_writer import PredictionWriter
+from longvideo.timeline import read_timeline
+from longvideo.timeline_writer import LongVideoTimeline
 from models.inference import WINDOW_MODES
+from webdemo.long_video import LONG_VIDEO_OVERLAY, LongVideoProgress, LongVideoResult, LongVideoSetup
 from webdemo.results import DemoResult, assemble_clips
+
+log = logging.getLogger(__name__)
 
 # progress(done, total, what): clips predicted so far, or a stage name with done == total
 Progress = Callable[[int, int, str], None]
@@ -77,6 +84,13 @@ class _LoadingCLI(ConfigLoader):
         return None
 
 
+class _ParseOnly(_LoadingCLI):
+    """The same parsing, nothing built: ``.parsed`` is the ``predict`` section of the config."""
+
+    def instantiate_classes(self) -> None:
+        self.parsed = self.config[self.config.subcommand]
+
+
 class ServerStopping(RuntimeError):
     """The server is shutting down: the prediction in flight ends at its next batch."""
 
@@ -118,18 +132,18 @@ class DemoPredictor:
         ckpt_path: a checkpoint of ``cli.py fit`` (or a converted official one), or an exported folder.
         placeholder_video: any readable video; ``predict`` parsing checks that ``data.videos`` exists.
         overrides: more command-line overrides (``--model.init_args....=...``).
+        long_video_config: the overlay of long-video mode, stacked after ``configs`` (None: no
+            long-video mode); if the stack does not parse, the mode is off and ``long_video_error`` says why.
     """
 
     def __init__(self, configs: Sequence[str | Path], ckpt_path: str | Path, placeholder_video: str | Path,
-                 overrides: Sequence[str] = ()):
-        args = ["predict"]
-        for config in configs:
-            args += ["--config", str(config)]
-        args += [f"--ckpt_path={ckpt_path}", f"--data.init_args.videos={placeholder_video}",
-                 # decoding in the server process: no worker processes forked from a threaded server
-                 "--data.init_args.num_workers=0", "--trainer.logger=false", *overrides]
+                 overrides: Sequence[str] = (), long_video_config: str | Path | None = LONG_VIDEO_OVERLAY):
+        stacked = [arg for config in configs for arg in ("--config", str(config))]
+        rest = [f"--ckpt_path={ckpt_path}", f"--data.init_args.videos={placeholder_video}",
+                # decoding in the server process: no worker processes forked from a threaded server
+                "--data.init_args.num_workers=0", "--trainer.logger=false", *overrides]
         cli = _LoadingCLI(subclass_mode_model=True, subclass_mode_data=True, save_config_callback=None,
-                          parser_kwargs={"parser_mode": "omegaconf"}, args=args, run=True)
+                          parser_kwargs={"parser_mode": "omegaconf"}, args=["predict", *stacked, *rest], run=True)
         self.module, self.trainer, self.datamodule = cli.model, cli.trainer, cli.datamodule
         if not hasattr(self.module, "report_objectness") or not hasattr(self.datamodule, "make_video_dataset"):
             raise ValueError(f"{', '.join(map(str, configs))}: the web demo needs a GROVE model "
@@ -143,6 +157,19 @@ class DemoPredictor:
                                  hp.video_clip_stride_seconds, self.module.max_new_tokens)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self.long_video: LongVideoSetup | None = None
+        self.long_video_error = "the server was started without a long-video overlay"
+        if long_video_config is not None:
+            try:  # the command line's parse of --config ... --config OVERLAY, nothing built twice
+                parsed = _ParseOnly(subclass_mode_model=True, subclass_mode_data=True, save_config_callback=None,
+                                    parser_kwargs={"parser_mode": "omegaconf", "exit_on_error": False},
+                                    args=["predict", *stacked, "--config", str(long_video_config), *rest],
+                                    run=True).parsed
+                self.long_video = LongVideoSetup.from_parsed(parsed, long_video_config)
+            except Exception as err:  # noqa: BLE001  (the per-clip page still serves)
+                reason = " ".join(str(err).split())
+                self.long_video_error = f"{long_video_config} does not stack on the config: {reason}"
+                log.warning("long-video mode is off: %s", self.long_video_error)
 
     def stop(self, timeout: float) -> bool:
         """Refuse new predictions, end the one in flight at its next batch and wait for it (at most
@@ -153,6 +180,17 @@ class DemoPredictor:
             return False
         self._lock.release()
         return True
+
+    def _check_stop(self) -> None:
+        if self._stopping.is_set():
+            raise ServerStopping("the server is stopping; this prediction was not finished")
+
+    def _set_inference(self, settings: Settings, report_objectness: bool) -> None:
+        module = self.module
+        module.objectness_threshold = float(settings.objectness_threshold)
+        module.window_mode = settings.window_mode
+        module.max_new_tokens = int(settings.max_new_tokens)
+        module.report_objectness = report_objectness
 
     def _datamodule(self, video: Path, settings: Settings):
         """A fresh datamodule of the config's class and settings, predicting on ``video``."""
@@ -188,10 +226,7 @@ class DemoPredictor:
             if dataset.unreadable:
                 raise ValueError(f"the video could not be read: {dataset.unreadable[0][1]}")
             module = self.module
-            module.objectness_threshold = float(settings.objectness_threshold)
-            module.window_mode = settings.window_mode
-            module.max_new_tokens = int(settings.max_new_tokens)
-            module.report_objectness = True
+            self._set_inference(settings, report_objectness=True)
             writers = self._writers(out_dir)
             collector = _Collector(len(dataset.records), progress, self._stopping)
             added = [w for w in writers if w not in self.trainer.callbacks]
@@ -216,3 +251,49 @@ class DemoPredictor:
                 seconds=time.perf_counter() - started,
                 notes=[f"annotated video not written: {r}" for r in video_writer.skipped.values()
                        if "annotated video" in r])
+
+    def predict_long(self, video: str | Path, settings: Settings, out_dir: str | Path,
+                     progress: Progress | None = None, video_name: str | None = None) -> LongVideoResult:
+        """Long-video mode on one (already checked) video: ``predictions_predict.json``, ``timeline.json``
+        and ``annotated/<video>.mp4`` in ``out_dir``, as ``cli.py predict`` with the overlay writes them."""
+        settings = settings.checked()
+        if self.long_video is None:
+            raise ValueError(f"long-video mode is not available on this server: {self.long_video_error}")
+        if settings.stride_seconds is not None:
+            raise ValueError("long-video mode cuts the video into clips that follow each other: "
+                             "set the clip stride to 0")
+        video, out_dir = Path(video), Path(out_dir)
+        with self._lock:
+            if self._stopping.is_set():
+                raise ServerStopping("the server is stopping; no new predictions")
+            started = time.perf_counter()
+            datamodule = self.long_video.datamodule(video, settings.clip_seconds, self.datamodule.prompter)
+            datamodule.setup("predict")
+            dataset = datamodule.datasets["predict"]
+            if dataset.unreadable:
+                raise ValueError(f"the video could not be read: {dataset.unreadable[0][1]}")
+            info = dataset.videos[0]
+            self._set_inference(settings, report_objectness=False)
+            prediction_writer = self._writers(out_dir)[0]
+            timeline_writers = self.long_video.make_callbacks(out_dir)
+            watcher = LongVideoProgress(info.num_frames / info.fps, progress, self._check_stop)
+            added = [watcher, *([] if prediction_writer in self.trainer.callbacks else [prediction_writer]),
+                     *timeline_writers]
+            self.trainer.callbacks.extend(added)
+            try:
+                self.trainer.predict(self.module, datamodule=datamodule, return_predictions=False)
+            finally:
+                for callback in added:
+                    self.trainer.callbacks.remove(callback)
+            timeline = next(c for c in timeline_writers if isinstance(c, LongVideoTimeline))
+            document = read_timeline(timeline.path)
+            entry = next((v for v in document["videos"] if v["video_id"] == info.video_id), None)
+            if entry is None:
+                raise ValueError(f"the long-video run wrote no timeline for '{video_name or video.name}': "
+                                 "none of its clips could be decoded")
+            notes = [] if timeline.videos_written or not timeline.render else \
+                ["the entity-coloured video was not written (the server log says why)"]
+            return LongVideoResult(video_name=video_name or video.name, timeline=entry, timeline_path=timeline.path,
+                                   predictions_path=prediction_writer.last_paths["predict"],
+                                   annotated_path=timeline.videos_written[-1] if timeline.videos_written else None,
+                                   seconds=time.perf_counter() - started, notes=notes)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from core.config_loader import as_dict
 
-import importlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,17 +47,16 @@ def overlay_callback_paths(overlay: str | Path) -> list[str]:
 
 
 def _class(path: str) -> type:
-    module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
+    from core.class_paths import resolve_class_path
+
+    return resolve_class_path(path, object, "class_path")
 
 
 def _instantiate_callbacks(specs: list[dict]) -> list[L.Callback]:
-    """Callbacks from their parsed ``class_path``/``init_args``, built by jsonargparse as the command line does."""
-    from jsonargparse import ArgumentParser
+    """Callbacks from their parsed ``class_path``/``init_args`` (already typed by the config parse)."""
+    from core.class_paths import instantiate_class_path
 
-    parser = ArgumentParser(exit_on_error=False)
-    parser.add_argument("--callbacks", type=list[L.Callback])
-    return parser.instantiate_classes(parser.parse_object({"callbacks": specs})).callbacks
+    return [instantiate_class_path(spec, L.Callback, f"trainer.callbacks[{i}]") for i, spec in enumerate(specs)]
 
 
 @dataclass

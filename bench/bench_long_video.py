@@ -1,7 +1,7 @@
 """Long-video mode's time and memory against the video's length: streaming decode, and the tiny model.
 
-    PYTHONPATH=. python bench/bench_long_video.py --minutes 1 10 60 --model-minutes 1 10 \\
-        --ckpt runs/demo/version_0/checkpoints/last.ckpt [--out data/bench_long]
+    PYTHONPATH=. python bench/bench_long_video.py --minutes 1 10 60 --model-minutes 1 10 60 \\
+        --eval-batch-sizes 8 2 --ckpt runs/demo/version_0/checkpoints/last.ckpt [--out data/bench_long]
 
 A one-minute long synthetic video (640x360 at 30 fps by default, ``longvideo.synthetic_long``) is
 made once; the longer ones play it ``minutes`` times in a row (remuxed, no re-encoding: rendering an
@@ -16,8 +16,9 @@ process:
 - ``seek``: the official inference package's way, one seek per wanted frame (seek to the keyframe
   before it, decode up to it), on the first ``--seek-frames`` grid frames: seconds per grid frame,
   and the time that gives for the whole video;
-- ``model`` (lengths in ``--model-minutes``): ``cli.py predict`` with ``configs/long_video.yaml`` on
-  the tiny model: wall time and peak RSS of the process tree (DataLoader worker included).
+- ``model`` (lengths in ``--model-minutes``, clips per batch in ``--eval-batch-sizes``): ``cli.py
+  predict`` with ``configs/long_video.yaml`` on the tiny model: wall time and the kernel's peak RSS
+  (high-water mark) of the process (clips are decoded in a thread of it).
 
 Peak memory is the process tree's summed PSS (proportional set size: a page shared by the main process
 and its forked DataLoader worker counts once; plain RSS would count it in both), sampled with psutil
@@ -37,20 +38,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def peak_rss(cmd: list[str], cwd: Path = ROOT) -> tuple[float, float, int, str]:
-    """``(wall seconds, CPU seconds, peak PSS bytes of the process tree, stdout)`` of a command."""
-    import resource
+def peak_rss(cmd: list[str], cwd: Path = ROOT) -> tuple[float, float, int, str, int]:
+    """``(wall s, CPU s, peak PSS bytes of the process tree (sampled), stdout, peak RSS bytes)`` of a command.
+
+    The peak RSS is the kernel's high-water mark of the command's process (``wait4``'s ``ru_maxrss``,
+    the largest of it and its children): exact, where sampling can miss a short peak.
+    """
+    import os
 
     import psutil
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     out = tempfile.TemporaryFile()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                            env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
     parent = psutil.Process(proc.pid)
     peak = 0
-    while proc.poll() is None:
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
         try:
             # proportional set size: pages a forked DataLoader worker shares with its parent count once
             rss = sum(p.memory_full_info().pss for p in [parent, *parent.children(recursive=True)])
@@ -58,14 +65,14 @@ def peak_rss(cmd: list[str], cwd: Path = ROOT) -> tuple[float, float, int, str]:
         except psutil.Error:
             pass
         time.sleep(0.2)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = usage.ru_utime + usage.ru_stime
     out.seek(0)
     text = out.read().decode(errors="replace")
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{text[-3000:]}")
-    return wall, cpu, peak, text
+    return wall, cpu, peak, text, usage.ru_maxrss * 1024
 
 
 def repeat_video(source: Path, out: Path, times: int) -> Path:
@@ -111,10 +118,10 @@ def child_decode(path: str) -> None:
     import numpy as np
 
     from formats.frame_grids import annotation_grid
-    from longvideo.datamodule import probe_video
+    from datamodules.video_folder import probe_videos
     from longvideo.stream import stream_frames
 
-    info = probe_video(Path(path), "v")
+    (info,), _ = probe_videos(path, "raise")
     grid = annotation_grid(info.fps, 0, info.num_frames - 1)
     cpu, wall = time.process_time(), time.perf_counter()
     count = sum(1 for _ in stream_frames(path, grid, info.fps, info.num_frames))
@@ -158,6 +165,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--minutes", type=int, nargs="+", default=[1, 10, 60])
     parser.add_argument("--model-minutes", type=int, nargs="*", default=[1])
     parser.add_argument("--ckpt", help="tiny model checkpoint for the model rows (configs/demo.yaml)")
+    parser.add_argument("--eval-batch-sizes", type=int, nargs="+", default=[8],
+                        help="clips per model call for the model rows (configs/demo.yaml: 8)")
     parser.add_argument("--out", default=str(ROOT / "data" / "bench_long"))
     parser.add_argument("--width", type=int, default=640)
     parser.add_argument("--height", type=int, default=360)
@@ -184,40 +193,51 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if not video.exists():
             repeat_video(unit, video, int(minutes))
         me = [sys.executable, str(Path(__file__).resolve())]
-        wall, cpu, peak, text = peak_rss([*me, "--child", "stream", str(video)])
+        wall, cpu, peak, text, _ = peak_rss([*me, "--child", "stream", str(video)])
         info = last_json(text)
         row = {"minutes": minutes, "frames": info["frames"], "clips": info["clips"], "stream_s": wall,
                "stream_cpu_s": cpu, "stream_fps": info["frames"] / wall, "stream_peak_mib": peak / 2**20}
-        _, _, decode_peak, text = peak_rss([*me, "--child", "decode", str(video)])
+        _, _, decode_peak, text, _ = peak_rss([*me, "--child", "decode", str(video)])
         decode = last_json(text)
         row.update(decode_cpu_s=decode["cpu"], decode_wall_s=decode["wall"], decode_peak_mib=decode_peak / 2**20,
                    decode_fps_cpu=decode["frames"] / max(decode["cpu"], 1e-9))
-        _, _, _, text = peak_rss([*me, "--child", "seek", str(video), str(args.seek_frames)])
+        _, _, _, text, _ = peak_rss([*me, "--child", "seek", str(video), str(args.seek_frames)])
         seek = last_json(text)
         row["seek_cpu_s_per_grid_frame"] = seek["cpu"] / seek["frames"]
         row["seek_cpu_total_s"] = row["seek_cpu_s_per_grid_frame"] * seek["grid_total"]
         if minutes in args.model_minutes and args.ckpt:
-            run_dir = out / f"predict_{minutes:g}min"
-            cmd = [sys.executable, "cli.py", "predict", "--config", "configs/demo.yaml", "--config",
-                   "configs/long_video.yaml", f"--ckpt_path={args.ckpt}", f"--data.videos={video}",
-                   "--model.init_args.global_encoder.checkpoint=null",
-                   "--model.init_args.grounding_encoder.checkpoint=null",
-                   f"--trainer.logger.init_args.save_dir={run_dir}", "--trainer.enable_progress_bar=false",
-                   "--trainer.callbacks.render=false"]
-            wall, cpu, peak, _ = peak_rss(cmd)
-            row.update(model_s=wall, model_cpu_s=cpu, model_fps=info["frames"] / wall, model_peak_mib=peak / 2**20)
+            for batch in args.eval_batch_sizes:
+                run_dir = out / f"predict_{minutes:g}min_b{batch}"
+                cmd = [sys.executable, "cli.py", "predict", "--config", "configs/demo.yaml", "--config",
+                       "configs/long_video.yaml", f"--ckpt_path={args.ckpt}", f"--data.videos={video}",
+                       "--model.init_args.global_encoder.checkpoint=null",
+                       "--model.init_args.grounding_encoder.checkpoint=null",
+                       f"--data.init_args.eval_batch_size={batch}",
+                       f"--trainer.logger.init_args.save_dir={run_dir}", "--trainer.enable_progress_bar=false",
+                       "--trainer.callbacks.render=false"]
+                wall, cpu, peak, _, hwm = peak_rss(cmd)
+                row[f"model_b{batch}"] = dict(s=wall, cpu_s=cpu, fps=info["frames"] / wall, peak_pss_mib=peak / 2**20,
+                                              peak_rss_mib=hwm / 2**20)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print("\n| minutes | frames | one-pass decode: CPU s (frames/CPU s) | peak RSS MiB | seek per grid frame: "
-          "CPU s (whole video, from the first frames) | loader (decode + clips): wall s (CPU s) | peak RSS MiB "
-          "| tiny model predict: wall s (CPU s) | frames/s | peak RSS MiB |")
-    print("|---" * 9 + "|")
+    print("\n| minutes | frames | one-pass decode: CPU s (frames/CPU s) | peak PSS MiB | seek per grid frame: "
+          "CPU s (whole video) | loader (decode + clips): wall s (CPU s) | peak PSS MiB |")
+    print("|---" * 7 + "|")
     for r in rows:
-        model = (f"{r['model_s']:.0f} ({r['model_cpu_s']:.0f}) | {r['model_fps']:.1f} | {r['model_peak_mib']:.0f}"
-                 if "model_s" in r else "- | - | -")
         print(f"| {r['minutes']:g} | {r['frames']} | {r['decode_cpu_s']:.1f} ({r['decode_fps_cpu']:.0f}) "
               f"| {r['decode_peak_mib']:.0f} | {r['seek_cpu_total_s']:.0f} "
-              f"| {r['stream_s']:.0f} ({r['stream_cpu_s']:.0f}) | {r['stream_peak_mib']:.0f} | {model} |")
+              f"| {r['stream_s']:.0f} ({r['stream_cpu_s']:.0f}) | {r['stream_peak_mib']:.0f} |")
+    if any(k.startswith("model_b") for r in rows for k in r):
+        print("\n| minutes | clips per batch | tiny model predict: wall s (CPU s) | frames/s (wall) "
+              "| peak RSS MiB (high-water mark) | x the 1-minute run |")
+        print("|---" * 6 + "|")
+        for batch in args.eval_batch_sizes:
+            base = next((r[f"model_b{batch}"]["peak_rss_mib"] for r in rows if f"model_b{batch}" in r), None)
+            for r in rows:
+                m = r.get(f"model_b{batch}")
+                if m:
+                    print(f"| {r['minutes']:g} | {batch} | {m['s']:.0f} ({m['cpu_s']:.0f}) | {m['fps']:.0f} "
+                          f"| {m['peak_rss_mib']:.0f} | {m['peak_rss_mib'] / base:.2f} |")
     return rows
 
 

@@ -18,7 +18,9 @@ process:
   and the time that gives for the whole video;
 - ``model`` (lengths in ``--model-minutes``, clips per batch in ``--eval-batch-sizes``): ``cli.py
   predict`` with ``configs/long_video.yaml`` on the tiny model: wall time and the kernel's peak RSS
-  (high-water mark) of the process (clips are decoded in a thread of it).
+  (high-water mark) of the process (clips are decoded in a thread of it), and the process tree's
+  sampled PSS (with ``--predict-args='--data.init_args.decode_in=worker'``: a forked worker's pages
+  count once, not twice).
 
 Peak memory is the process tree's summed PSS (proportional set size: a page shared by the main process
 and its forked DataLoader worker counts once; plain RSS would count it in both), sampled with psutil
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -117,8 +120,8 @@ def child_decode(path: str) -> None:
     """Child: the one-pass decode alone (every grid frame to RGB): CPU and wall seconds."""
     import numpy as np
 
-    from formats.frame_grids import annotation_grid
     from datamodules.video_folder import probe_videos
+    from formats.frame_grids import annotation_grid
     from longvideo.stream import stream_frames
 
     (info,), _ = probe_videos(path, "raise")
@@ -165,6 +168,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--minutes", type=int, nargs="+", default=[1, 10, 60])
     parser.add_argument("--model-minutes", type=int, nargs="*", default=[1])
     parser.add_argument("--ckpt", help="tiny model checkpoint for the model rows (configs/demo.yaml)")
+    parser.add_argument("--predict-args", default="",
+                        help="more cli.py predict arguments for the model rows, in one string, e.g. "
+                             "--predict-args='--data.init_args.decode_in=worker'")
     parser.add_argument("--eval-batch-sizes", type=int, nargs="+", default=[8],
                         help="clips per model call for the model rows (configs/demo.yaml: 8)")
     parser.add_argument("--out", default=str(ROOT / "data" / "bench_long"))
@@ -214,7 +220,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                        "--model.init_args.grounding_encoder.checkpoint=null",
                        f"--data.init_args.eval_batch_size={batch}",
                        f"--trainer.logger.init_args.save_dir={run_dir}", "--trainer.enable_progress_bar=false",
-                       "--trainer.callbacks.render=false"]
+                       "--trainer.callbacks.render=false", *shlex.split(args.predict_args)]
                 wall, cpu, peak, _, hwm = peak_rss(cmd)
                 row[f"model_b{batch}"] = dict(s=wall, cpu_s=cpu, fps=info["frames"] / wall, peak_pss_mib=peak / 2**20,
                                               peak_rss_mib=hwm / 2**20)
@@ -229,15 +235,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
               f"| {r['stream_s']:.0f} ({r['stream_cpu_s']:.0f}) | {r['stream_peak_mib']:.0f} |")
     if any(k.startswith("model_b") for r in rows for k in r):
         print("\n| minutes | clips per batch | tiny model predict: wall s (CPU s) | frames/s (wall) "
-              "| peak RSS MiB (high-water mark) | x the 1-minute run |")
-        print("|---" * 6 + "|")
+              "| peak RSS MiB (high-water mark) | x the 1-minute run | process tree peak PSS MiB (sampled) |")
+        print("|---" * 7 + "|")
         for batch in args.eval_batch_sizes:
             base = next((r[f"model_b{batch}"]["peak_rss_mib"] for r in rows if f"model_b{batch}" in r), None)
             for r in rows:
                 m = r.get(f"model_b{batch}")
                 if m:
                     print(f"| {r['minutes']:g} | {batch} | {m['s']:.0f} ({m['cpu_s']:.0f}) | {m['fps']:.0f} "
-                          f"| {m['peak_rss_mib']:.0f} | {m['peak_rss_mib'] / base:.2f} |")
+                          f"| {m['peak_rss_mib']:.0f} | {m['peak_rss_mib'] / base:.2f} | {m['peak_pss_mib']:.0f} |")
     return rows
 
 

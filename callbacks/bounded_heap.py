@@ -11,6 +11,7 @@ from __future__ import annotations
 from core.heap import bound_heap, release_heap
 
 import lightning as L
+from lightning.pytorch.utilities import rank_zero_info
 
 
 class BoundedHeap(L.Callback):
@@ -33,6 +34,9 @@ class BoundedHeap(L.Callback):
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         self.applied = bound_heap(**self.settings)
+        if not self.applied:
+            rank_zero_info("BoundedHeap: the C library is not glibc (or refused the settings); its allocator is "
+                           "left as it is")
 
     def _batch_end(self, batch_idx: int) -> None:
         if self.applied and self.trim_every and (batch_idx + 1) % self.trim_every == 0:

@@ -17,30 +17,18 @@ from pathlib import Path
 import pytest
 
 from models.grove import Grove
-from tests.fixtures.paths import ROOT
+from tests.webdemo.conftest import tiny_demo_server
 from tests.webdemo.fixed_caption_server import FIXED_PLAIN, fixed_generate_captions
-from tests.webdemo.tiny_model import TINY_MODEL_ARGS, predict_with_cli
-from webdemo.browser import chromium_page, chromium_path, demo_server, upload, upload_and_predict
+from tests.webdemo.tiny_model import predict_with_cli
+from webdemo.browser import upload, upload_and_predict
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def server(tiny_checkpoint, tmp_path):
-    args = ["--config", str(ROOT / "configs" / "demo.yaml"), "--ckpt_path", str(tiny_checkpoint), "--samples", "1",
-            *TINY_MODEL_ARGS]
-    log = tmp_path / "server.log"
-    with demo_server(args, log, module="tests.webdemo.fixed_caption_server") as (url, process):
-        yield url, process, log
-
-
-@pytest.fixture
-def page():
-    pytest.importorskip("playwright.sync_api")
-    if not Path(chromium_path()).exists():
-        pytest.fail("Chromium is missing: scripts/setup.sh installs Debian's chromium package")
-    with chromium_page() as browser_page:
-        yield browser_page
+    with tiny_demo_server(tiny_checkpoint, tmp_path) as running:
+        yield running
 
 
 def test_upload_predict_download_and_a_corrupt_upload(server, page, tiny_synthetic_root, tiny_checkpoint,

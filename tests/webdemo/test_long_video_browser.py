@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from longvideo.timeline import read_timeline
-from tests.fixtures.paths import ROOT
-from tests.webdemo.tiny_model import TINY_MODEL_ARGS
+from tests.webdemo.conftest import tiny_demo_server
 from tests.webdemo.walking_square import walking_square
-from webdemo.browser import chromium_page, chromium_path, demo_server, upload
+from webdemo.browser import upload
 from webdemo.timeline import entity_choices
 
 pytestmark = pytest.mark.slow
@@ -26,20 +25,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def server(tiny_checkpoint, tmp_path):
-    args = ["--config", str(ROOT / "configs" / "demo.yaml"), "--ckpt_path", str(tiny_checkpoint), "--samples", "1",
-            *TINY_MODEL_ARGS, "--model.init_args.objectness_threshold=0.0"]
-    log = tmp_path / "server.log"
-    with demo_server(args, log, module="tests.webdemo.fixed_caption_server") as (url, process):
-        yield url, process, log
-
-
-@pytest.fixture
-def page():
-    pytest.importorskip("playwright.sync_api")
-    if not Path(chromium_path()).exists():
-        pytest.fail("Chromium is missing: scripts/setup.sh installs Debian's chromium package")
-    with chromium_page() as browser_page:
-        yield browser_page
+    with tiny_demo_server(tiny_checkpoint, tmp_path, "--model.init_args.objectness_threshold=0.0") as running:
+        yield running
 
 
 def test_long_video_mode_shows_the_request_s_timeline(server, page, tmp_path):

@@ -34,3 +34,20 @@ def page():
         pytest.fail("Chromium is missing: scripts/setup.sh installs Debian's chromium package")
     with chromium_page() as browser_page:
         yield browser_page
+
+
+def check_corrupt_upload_is_a_message(page, url, tmp_path, process, long_video: bool = False) -> None:
+    """A file that is not a video, uploaded and run: a message in the page, no traceback, still serving."""
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(b"this is not a video" * 200)
+    page.goto(url)
+    page.locator("#grove-upload input[type=file]").set_input_files(str(broken))
+    page.wait_for_timeout(1000)
+    if long_video:
+        page.locator("#grove-long input[type=checkbox]").check()
+    page.click("#grove-run")
+    alert = page.locator("#grove-status .grove-error")
+    alert.wait_for(timeout=120_000)
+    assert "'broken.mp4' could not be read as a video" in alert.inner_text()
+    assert "Traceback" not in page.content()
+    assert process.poll() is None  # still serving

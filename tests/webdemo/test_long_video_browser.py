@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from longvideo.timeline import read_timeline
-from tests.webdemo.conftest import tiny_demo_server
+from tests.webdemo.conftest import check_corrupt_upload_is_a_message, tiny_demo_server
 from tests.webdemo.walking_square import walking_square
 from webdemo.browser import upload
 from webdemo.timeline import entity_choices
@@ -72,15 +72,4 @@ def test_long_video_mode_shows_the_request_s_timeline(server, page, tmp_path):
     assert page.locator("#grove-tube svg circle").count() == 2 * len(entity["tube"])
     assert html.unescape(entity["name"]) in tube.inner_text()
 
-    broken = tmp_path / "broken.mp4"
-    broken.write_bytes(b"this is not a video" * 200)
-    page.goto(url)
-    page.locator("#grove-upload input[type=file]").set_input_files(str(broken))
-    page.wait_for_timeout(1000)
-    page.locator("#grove-long input[type=checkbox]").check()
-    page.click("#grove-run")
-    alert = page.locator("#grove-status .grove-error")
-    alert.wait_for(timeout=120_000)
-    assert "'broken.mp4' could not be read as a video" in alert.inner_text()
-    assert "Traceback" not in page.content()
-    assert process.poll() is None  # still serving
+    check_corrupt_upload_is_a_message(page, url, tmp_path, process, long_video=True)

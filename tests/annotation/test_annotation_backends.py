@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from annotation.caption_aggregation import LLMCaptionAggregator
 from annotation.chat import ChatBackendError
@@ -17,60 +16,18 @@ from annotation.chat_openai import OpenAIChat
 from annotation.clips import ClipSpec
 from annotation.decoding import DecodedClip
 from annotation.prompts import STAGE2_SYSTEM, stage2_messages
+from tests.fixtures.tiny_detail_models import save_tiny_detail_models
 
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 NO_SYSTEM_TEMPLATE = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('no system role') }}"
                       "{% endif %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}<|assistant|>")
 
 
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory):
-    """Folders of a tiny GIT captioner, a tiny OWLv2 detector and a tiny Llama chat model."""
-    from transformers import (
-        CLIPImageProcessor,
-        CLIPTokenizerFast,
-        GitConfig,
-        GitForCausalLM,
-        GitProcessor,
-        LlamaConfig,
-        LlamaForCausalLM,
-        Owlv2Config,
-        Owlv2ForObjectDetection,
-        Owlv2ImageProcessor,
-        Owlv2Processor,
-    )
-
+    """Folders of a tiny GIT captioner, a tiny OWLv2 detector and a tiny Llama chat model (and SAM)."""
     root = tmp_path_factory.mktemp("tiny_models")
-    torch.manual_seed(0)
-    from models.tiny_tokenizer import build_tiny_tokenizer
-
-    tok = build_tiny_tokenizer(root / "tokenizer")  # offline, built here: nothing else need have run first
-    small = dict(hidden_size=32, intermediate_size=37, num_hidden_layers=1, num_attention_heads=2)
-    vision = dict(small, image_size=32, patch_size=16)
-    ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    GitForCausalLM(GitConfig(vision_config=vision, vocab_size=len(tok), max_position_embeddings=64, **small, **ids)
-                   ).save_pretrained(root / "captioner")
-    GitProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
-                 tokenizer=tok).save_pretrained(root / "captioner")
-    # a character-level CLIP tokenizer (no merges) is enough for OWLv2's text tower; as in CLIP's vocabulary
-    # the special tokens come last (OWLv2 masks out queries whose first token id is 0)
-    det = root / "detector"
-    letters = [chr(c) for c in range(97, 123)]
-    vocab = {t: i for i, t in enumerate(letters + [l + "</w>" for l in letters] + ["<|startoftext|>", "<|endoftext|>"])}
-    clip_tok = CLIPTokenizerFast(vocab=vocab, merges=[])
-    Owlv2ForObjectDetection(Owlv2Config(
-        text_config=dict(small, vocab_size=len(vocab), max_position_embeddings=16,
-                         bos_token_id=len(vocab) - 2, eos_token_id=len(vocab) - 1, pad_token_id=len(vocab) - 1),
-        vision_config=vision, projection_dim=32)).save_pretrained(det)
-    Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": 32, "width": 32}),
-                   tokenizer=clip_tok).save_pretrained(det)
-    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                 num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096, **ids)
-                     ).save_pretrained(root / "llm")
-    tok.chat_template = TEMPLATE
-    tok.save_pretrained(root / "llm")
+    save_tiny_detail_models(root)
     return root
 
 

@@ -8,7 +8,7 @@ heap every ``trim_every`` batches. It changes no result. Added by ``configs/long
 """
 from __future__ import annotations
 
-from core.heap import bound_heap, release_heap
+from core.heap import DEFAULT_MMAP_THRESHOLD, bound_heap, release_heap
 
 import lightning as L
 from lightning.pytorch.utilities import rank_zero_info
@@ -22,7 +22,8 @@ class BoundedHeap(L.Callback):
         trim_every: ``malloc_trim`` after every this many batches (0: never).
     """
 
-    def __init__(self, mmap_threshold: int | None = 65536, trim_threshold: int | None = 65536,
+    def __init__(self, mmap_threshold: int | None = DEFAULT_MMAP_THRESHOLD,
+                 trim_threshold: int | None = DEFAULT_MMAP_THRESHOLD,
                  arena_max: int | None = 2,
                  trim_every: int = 16):
         if trim_every < 0:

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
     p_run = sub.add_parser("run", help="score the configured metrics on the configured benchmarks")
     p_run.add_argument("--config", role="input", required=True)
     p_run.add_argument("--out", role="output", required=True)
-    p_run.add_argument("--no_progress", action="store_true")
+    p_run.add_argument("--no-progress", action="store_true")
     p_run.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     try:

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> dict:
                 overrides = [*RANDOM_TOWERS, *overrides]
                 ckpt, model = str(random_checkpoint(args.config, tmp, overrides)), "randomly initialised (no demo run)"
         (sample,) = write_samples(tmp / "samples", count=1)
-        server_args = ["--config", args.config, "--ckpt_path", ckpt, "--samples", "1", *overrides]
+        server_args = ["--config", args.config, "--ckpt-path", ckpt, "--samples", "1", *overrides]
         seconds, server = [], []
         with demo_server(server_args, tmp / "server.log") as (url, _), chromium_page() as page:
             for _ in range(args.repeats):

@@ -7,12 +7,18 @@ output is checked against every input of the same (sub)command with
 :func:`core.output_files.refuse_input_as_output`, so a new command cannot forget the check (the
 check lives in the parser, not in each command's body). Lists (``action="append"``, ``nargs``)
 are checked item by item; a refusal exits with status 1 and a message naming both options.
+
+Long options are spelled with hyphens (``--ckpt-path``). The underscore spelling of a declared
+option (``--ckpt_path``, ``--ckpt_path=X``) is still accepted for one release: the parser rewrites
+it and prints a one-line deprecation warning naming the new spelling. Only tokens before ``--``
+are rewritten, and only into options of the (sub)command being parsed.
 """
 from __future__ import annotations
 
 from core.output_files import OutputIsInputError, refuse_input_as_output
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -61,12 +67,30 @@ class CommandParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args: Sequence[str] | None = None,
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        args = self.hyphenate_old_spellings(sys.argv[1:] if args is None else list(args))
         parsed, extras = super().parse_known_args(args, namespace)
         try:
             self.refuse_outputs_over_inputs(parsed)
         except OutputIsInputError as err:
             raise SystemExit(f"{self.prog}: error: {err}") from None
         return parsed, extras
+
+    def hyphenate_old_spellings(self, args: list[str]) -> list[str]:
+        """``args`` with each ``--foo_bar[=v]`` whose ``--foo-bar`` this parser declares rewritten to it,
+        printing a deprecation warning for each rewrite."""
+        declared = set(self._option_string_actions)
+        out = []
+        for index, token in enumerate(args):
+            if token == "--":
+                return out + args[index:]
+            name, equals, value = token.partition("=")
+            new = "--" + name[2:].replace("_", "-")
+            if name.startswith("--") and "_" in name and name not in declared and new in declared:
+                print(f"{self.prog}: warning: {name} is deprecated and will be removed in the next release; "
+                      f"use {new}", file=sys.stderr)
+                token = new + equals + value
+            out.append(token)
+        return out
 
     def _paths(self, parsed: argparse.Namespace, role: str) -> list[tuple[str, Any]]:
         out = []

@@ -1,6 +1,6 @@
-"""``python -m webdemo --config CONFIG --ckpt_path CKPT [--judge JUDGE] [--port 7860]``: serve the demo on 127.0.0.1.
+"""``python -m webdemo --config CONFIG --ckpt-path CKPT [--judge JUDGE] [--port 7860]``: serve the demo on 127.0.0.1.
 
-The page's long-video mode stacks ``--long_video_config`` (``configs/long_video.yaml``) on the
+The page's long-video mode stacks ``--long-video-config`` (``configs/long_video.yaml``) on the
 configs, as ``cli.py predict --config CONFIG --config configs/long_video.yaml`` does.
 
 Arguments the demo does not know (``--model.init_args.max_new_tokens=32``, ...) go to the config
@@ -26,14 +26,14 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     parser = CommandParser(prog="python -m webdemo", description=__doc__.splitlines()[0])
     parser.add_argument("--config", role="input", action="append", required=True,
                         help="the config the checkpoint was trained with (repeat to stack configs)")
-    parser.add_argument("--ckpt_path", role="input", required=True,
+    parser.add_argument("--ckpt-path", role="input", required=True,
                         help="a GROVE checkpoint (cli.py fit, or a converted release) or an exported folder")
     parser.add_argument("--judge", role="input", default=None,
                         help="VC-Inspector judge to rate each clip's caption: a judge .ckpt, a released Hugging Face "
-                             "folder, a LoRA adapter folder, or a judge config (with --judge_ckpt)")
-    parser.add_argument("--judge_ckpt", role="input", default=None,
+                             "folder, a LoRA adapter folder, or a judge config (with --judge-ckpt)")
+    parser.add_argument("--judge-ckpt", role="input", default=None,
                         help="checkpoint of the judge config given as --judge")
-    parser.add_argument("--long_video_config", role="input", default=None,
+    parser.add_argument("--long-video-config", role="input", default=None,
                         help="the overlay the page's long-video mode stacks on --config, as cli.py predict stacks it "
                              "(default: configs/long_video.yaml)")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: this machine only)")

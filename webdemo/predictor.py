@@ -149,7 +149,7 @@ class DemoPredictor:
             raise ValueError(f"{', '.join(map(str, configs))}: the web demo needs a GROVE model "
                              "(lightning_modules.GroveModule) and a grounded-video datamodule")
         if not Path(ckpt_path).is_dir():  # an exported folder's weights were loaded with the module
-            state = load_state_dict_file(ckpt_path, "--ckpt_path")
+            state = load_state_dict_file(ckpt_path, "--ckpt-path")
             self.module.load_state_dict(state, strict=self.module.strict_loading)
         self.module.eval()
         hp = self.datamodule.hparams

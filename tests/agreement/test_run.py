@@ -42,7 +42,7 @@ def test_run_writes_table_json_and_lists_skipped_metrics(tmp_path, monkeypatch):
                           "PAC-S": {"kind": "pacs", "towers": {"open_clip": "ViT-B-32-quickgelu", "checkpoint": None}},
                           "judge": {"kind": "judge", "config": ["configs/judge_demo.yaml"], "ckpt_path": None}}}
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(config))
-    main(["run", "--config", str(tmp_path / "cfg.yaml"), "--out", str(tmp_path / "out"), "--no_progress"])
+    main(["run", "--config", str(tmp_path / "cfg.yaml"), "--out", str(tmp_path / "out"), "--no-progress"])
     table = json.loads((tmp_path / "out" / "table.json").read_text())
     # overlap with the reference: 5, 4, 2, 4 words vs scores 5, 3, 1, 3 -> perfectly concordant
     assert table["overlap"]["FG"]["kendall_tau_b"] == pytest.approx(1.0)
@@ -60,7 +60,7 @@ def test_synthetic_config_runs_on_tiny_towers(tmp_path):
     config["prepare_synthetic"] = {"root": str(tmp_path / "data"), "num_clips": 6, "per_caption": 4}
     config["metrics"] = {k: config["metrics"][k] for k in ("EMScore", "CLIPScore", "CIDEr")}
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(config))
-    main(["run", "--config", str(tmp_path / "cfg.yaml"), "--out", str(tmp_path / "out"), "--no_progress"])
+    main(["run", "--config", str(tmp_path / "cfg.yaml"), "--out", str(tmp_path / "out"), "--no-progress"])
     table = json.loads((tmp_path / "out" / "table.json").read_text())
     assert set(table) == {"EMScore", "CLIPScore", "CIDEr"}
     for cells in table.values():

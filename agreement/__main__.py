@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from core.command_parser import CommandParser
 from core.output_files import refuse_input_as_output, write_text_atomic
+from core.user_errors import run_command
 
 import json
 from pathlib import Path
@@ -75,6 +76,11 @@ def run(config_path: str, out: str, progress: bool = True, device: str = "cpu") 
 
 
 def main(argv: list[str] | None = None) -> dict:
+    """``python -m agreement run ...``; bad input (a malformed config, a missing file) ends in one error line."""
+    return run_command(_main, argv)
+
+
+def _main(argv: list[str] | None) -> dict:
     parser = CommandParser(prog="python -m agreement", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="score the configured metrics on the configured benchmarks")
@@ -83,10 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
     p_run.add_argument("--no-progress", action="store_true")
     p_run.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-    try:
-        return run(args.config, args.out, progress=not args.no_progress, device=args.device)
-    except ConfigError as err:  # a malformed config: the message names the key, no traceback
-        raise SystemExit(f"error: {err}") from None
+    return run(args.config, args.out, progress=not args.no_progress, device=args.device)
 
 
 if __name__ == "__main__":

@@ -79,3 +79,6 @@ def json_file(text: str) -> str:
     except JSONFileError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
     return text
+
+
+port_number = _number(int, lambda v: 0 <= v <= 65535, "a port number in [0, 65535]")

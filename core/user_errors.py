@@ -8,7 +8,6 @@ status 1; anything else is a bug and keeps its traceback. Usage errors stay argp
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any, Callable
 
 __all__ = ["INPUT_ERROR_NAMES", "UserInputError", "input_error_types", "is_input_error", "run_command", "user_message"]
@@ -80,5 +79,4 @@ def run_command(main: Callable[..., Any], argv: list[str] | None = None,
     except Exception as err:
         if not (is_input_error(err) or isinstance(err, tuple(extra_errors))):
             raise
-        print(f"error: {user_message(err)}", file=sys.stderr)
-        raise SystemExit(1) from None
+        raise SystemExit(f"error: {user_message(err)}") from None

@@ -2,13 +2,11 @@
 
 Clips come from :mod:`datamodules.synthetic_scenes` (what a clip shows and its exact boxes);
 this module writes them as videos plus annotation files in the project's record format
-(``root/videos/<key>.mp4``, ``root/annotations/{train,val,test}.json``) and is the command line
-for generating and inspecting them (``python -m datamodules.synthetic --root DIR``).
+(``root/videos/<key>.mp4``, ``root/annotations/{train,val,test}.json``). ``grove synthetic --root DIR``
+generates and inspects them from the command line.
 """
 from __future__ import annotations
 
-from core.cli_args import positive_int
-from core.command_parser import CommandParser
 from core.json_file import read_json
 
 import json
@@ -191,38 +189,3 @@ def finished_config(root: str | Path) -> dict[str, Any] | None:
     if manifest.get("generator_version") != GENERATOR_VERSION:
         return None
     return manifest.get("config") if isinstance(manifest.get("config"), dict) else None
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """CLI: print the summary of the dataset under ``--root``, generating it first if absent.
-
-    Options left unset take the existing dataset's values (so inspecting the demo's data reuses it,
-    whatever sizes the demo chose), else the generator's defaults; an option set to another value
-    than the existing data's regenerates it.
-    """
-    from core.paths import DATA_DIR
-
-    parser = CommandParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--root", role="output", default=str(DATA_DIR / "synthetic"))
-    defaults = SyntheticConfig()
-    for name, kind in (("num_train", int), ("num_val", int), ("num_test", int), ("seed", int), ("frame_size", int),
-                       ("fps", float), ("duration_s", float)):
-        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None,
-                            help=f"default: the existing dataset's, else {getattr(defaults, name)}")
-    parser.add_argument("--workers", type=positive_int, default=2)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO)
-    existing = finished_config(args.root)
-    config = dict(existing) if existing is not None else SyntheticConfig().to_json()
-    given = {k: v for k, v in vars(args).items() if k not in ("root", "workers") and v is not None}
-    config.update(given)
-    if existing is not None and config == existing:
-        print(f"{args.root}: reusing the dataset there (its manifest's config)")
-    generate_synthetic_dataset(args.root, workers=args.workers, **config)
-    summary = summarize_dataset(args.root)
-    print(json.dumps(summary, indent=2))
-    return summary
-
-
-if __name__ == "__main__":
-    main()

@@ -7,11 +7,9 @@ distribute them: ``OUT/videos/<video_id>.mp4`` and ``OUT/full_annotations.pkl`` 
 with the fields :mod:`formats.pointing_records` reads; frame rates of 24, 25 and 30 so the
 5-fps stride differs between segments)::
 
-    python -m datamodules.synthetic_pointing --out data/synthetic_youcook --dataset youcook
+    grove synthetic-pointing --out data/synthetic_youcook --dataset youcook
 """
 from __future__ import annotations
-
-from core.command_parser import CommandParser
 
 import pickle
 from pathlib import Path
@@ -74,21 +72,3 @@ def generate_pointing_dataset(out: str | Path, dataset: str = "youcook", num_cli
     with path.open("wb") as f:
         pickle.dump(records, f)
     return path
-
-
-def main(argv=None) -> Path:
-    parser = CommandParser(prog="python -m datamodules.synthetic_pointing",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", role="output", required=True)
-    parser.add_argument("--dataset", default="youcook", choices=["youcook", "groundingyoutube"])
-    parser.add_argument("--clips", type=int, default=6)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--duration", type=float, default=3.0, help="seconds per segment")
-    args = parser.parse_args(argv)
-    path = generate_pointing_dataset(args.out, args.dataset, args.clips, args.seed, duration_s=args.duration)
-    print(f"wrote {args.clips} segments: {path} (videos in {path.parent / 'videos'})")
-    return path
-
-
-if __name__ == "__main__":
-    main()

@@ -10,14 +10,11 @@ scene.``). Look-alikes seen in one clip need distinct phrases, so the second is 
 diamond", the third "a third red diamond". A clip where no object is visible has no phrase and
 the caption "nothing moves across the scene."
 
-``python -m longvideo.clip_records OUT.json`` writes ``OUT_clips.json`` for a ground truth made
+``grove clip-records OUT.json`` writes ``OUT_clips.json`` for a ground truth made
 earlier (the generator writes it too); ``python -m metrics.evaluate`` reads it as ``--gt``.
 """
 from __future__ import annotations
 
-from core.command_parser import CommandParser
-
-import json
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -125,26 +122,3 @@ def write_clip_records(truth: Mapping[str, Any], truth_path: str | Path, clip_se
     """Write the clip records of ``truth`` (read from ``truth_path``) to ``out`` (default: beside it)."""
     return write_records_json(records_from_truth(truth, clip_seconds, source=str(truth_path)),
                               clip_records_path(truth_path) if out is None else out)
-
-
-def main(argv: list[str] | None = None) -> Path:
-    """``python -m longvideo.clip_records OUT.json [--clip-seconds S]``: write ``OUT_clips.json``."""
-    parser = CommandParser(description=main.__doc__)
-    parser.add_argument("truth", role="input", help="ground truth JSON of python -m longvideo.synthetic_long")
-    parser.add_argument("--clip-seconds", type=float, default=8.0, help="the predict run's data.video_clip_seconds")
-    parser.add_argument("--out", role="output", default=None, help="default: OUT_clips.json beside OUT.json")
-    args = parser.parse_args(argv)
-    try:
-        truth = json.loads(Path(args.truth).read_text())
-    except (OSError, ValueError) as err:
-        raise SystemExit(f"error: {args.truth}: cannot read the ground truth ({err})") from None
-    try:
-        out = write_clip_records(truth, args.truth, args.clip_seconds, args.out)
-    except ValueError as err:
-        raise SystemExit(f"error: {err}") from None
-    print(f"{out}: the per-clip records of {truth['video']}")
-    return out
-
-
-if __name__ == "__main__":
-    main()

@@ -39,7 +39,7 @@ from datamodules.synthetic_scenes import (
 )
 from formats.frame_grids import annotation_grid
 from formats.video import VideoWriter
-from longvideo.clip_records import clip_records_path, write_clip_records
+from longvideo.clip_records import write_clip_records
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,7 @@ def generate_long_video(path: str | Path, config: LongVideoConfig, chunk_frames:
     and its per-clip records for clips of ``clip_seconds`` (``<stem>_clips.json``,
     :mod:`longvideo.clip_records`)."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     scene, identities = sample_long_scene(config)
     threshold = _visible_threshold(scene, SyntheticConfig(frame_size=(config.width, config.height),
                                                           object_size=config.object_size, wall_thickness=(32, 40)))
@@ -155,33 +156,3 @@ def generate_long_video(path: str | Path, config: LongVideoConfig, chunk_frames:
     path.with_suffix(".json").write_text(json.dumps(truth))
     write_clip_records(truth, path.with_suffix(".json"), clip_seconds)
     return truth
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m longvideo.synthetic_long OUT.mp4 --minutes M [--seed S]``: one long synthetic video."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("out")
-    parser.add_argument("--minutes", type=float, default=2.0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--width", type=int, default=640)
-    parser.add_argument("--height", type=int, default=360)
-    parser.add_argument("--fps", type=float, default=30.0)
-    parser.add_argument("--objects", type=int, default=6)
-    parser.add_argument("--object-size", type=int, nargs=2, default=[28, 56], metavar=("MIN", "MAX"))
-    parser.add_argument("--clip-seconds", type=float, default=8.0,
-                        help="clip length of the per-clip records (long-video predict's data.video_clip_seconds)")
-    parser.add_argument("--no-video", action="store_true", help="write the ground truth only")
-    args = parser.parse_args(argv)
-    config = LongVideoConfig(duration_s=60 * args.minutes, fps=args.fps, width=args.width, height=args.height,
-                             num_objects=args.objects, seed=args.seed, object_size=tuple(args.object_size))
-    truth = generate_long_video(args.out, config, video=not args.no_video, clip_seconds=args.clip_seconds)
-    truth_path = Path(args.out).with_suffix(".json")
-    print(f"{args.out}: {config.num_frames} frames, {len(truth['objects'])} objects; ground truth "
-          f"{truth_path}, per-clip records {clip_records_path(truth_path)}")
-    return truth
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,7 @@
-"""``python -m webdemo --config CONFIG --ckpt-path CKPT [--judge JUDGE] [--port 7860]``: serve the demo on 127.0.0.1.
+"""``python -m webdemo [serve] --config CONFIG --ckpt-path CKPT [--judge JUDGE] [--port N]``: serve the demo locally.
+
+``python -m webdemo timeline RUN/timeline.json [--port 7861]`` serves the timeline page of a finished
+long-video predict run instead.
 
 The page's long-video mode stacks ``--long-video-config`` (``configs/long_video.yaml``) on the
 configs, as ``cli.py predict --config CONFIG --config configs/long_video.yaml`` does.
@@ -9,8 +12,9 @@ parsing as they would on ``cli.py predict``.
 from __future__ import annotations
 
 import core  # noqa: F401
-from core.cli_args import non_negative_int
+from core.cli_args import existing_file, non_negative_int, port_number
 from core.command_parser import CommandParser
+from core.user_errors import UserInputError, run_command
 
 import argparse
 import logging
@@ -23,7 +27,7 @@ from webdemo.workspace import Workspace
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
-    parser = CommandParser(prog="python -m webdemo", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="python -m webdemo serve", description=__doc__.splitlines()[0])
     parser.add_argument("--config", role="input", action="append", required=True,
                         help="the config the checkpoint was trained with (repeat to stack configs)")
     parser.add_argument("--ckpt-path", role="input", required=True,
@@ -37,7 +41,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
                         help="the overlay the page's long-video mode stacks on --config, as cli.py predict stacks it "
                              "(default: configs/long_video.yaml)")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: this machine only)")
-    parser.add_argument("--port", type=int, default=7860)
+    parser.add_argument("--port", type=port_number, default=7860)
     parser.add_argument("--samples", type=non_negative_int, default=3,
                         help="synthetic sample videos offered on the page")
     return parser.parse_known_args(argv)
@@ -52,14 +56,38 @@ def _stop(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def timeline_main(argv: list[str] | None = None) -> None:
+    """``python -m webdemo timeline RUN/timeline.json``: the long-video timeline page."""
+    from longvideo.timeline import read_timeline
+    from webdemo.timeline import build_timeline_app
+
+    parser = CommandParser(prog="python -m webdemo timeline", description=timeline_main.__doc__)
+    parser.add_argument("timeline", role="input", type=existing_file, help="timeline.json of a long-video predict run")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=port_number, default=7861)
+    args = parser.parse_args(argv)
+    document = read_timeline(Path(args.timeline))
+    build_timeline_app(document).launch(server_name=args.host, server_port=args.port, show_error=True)
+
+
 def main(argv: list[str] | None = None) -> None:
+    """``python -m webdemo [serve] ...`` or ``python -m webdemo timeline ...``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["timeline"]:
+        return timeline_main(argv[1:])
+    return serve_main(argv[1:] if argv[:1] == ["serve"] else argv)
+
+
+def serve_main(argv: list[str] | None = None) -> None:
     args, overrides = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for path in [*args.config, *([args.long_video_config] if args.long_video_config else [])]:
+    for option, path in [*(("--config", p) for p in args.config),
+                         *([("--long-video-config", args.long_video_config)] if args.long_video_config else [])]:
         if not Path(path).is_file():
-            sys.exit(f"python -m webdemo: {path} is not a file")
+            raise UserInputError(f"{path}: no such file (given as {option})")
     if not Path(args.ckpt_path).exists():
-        sys.exit(f"python -m webdemo: {args.ckpt_path} is neither a checkpoint file nor an exported folder")
+        raise UserInputError(f"{args.ckpt_path}: no such file or folder (--ckpt-path takes a checkpoint file or an "
+                             "exported folder)")
     signal.signal(signal.SIGTERM, _stop)  # a terminated server cleans up like an interrupted one
     with Workspace() as workspace:
         logging.getLogger("webdemo").info("temporary folder %s (removed when the server stops)", workspace.root)
@@ -96,4 +124,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

@@ -1,4 +1,4 @@
-"""The long-video timeline in the browser: ``python -m webdemo.timeline RUN/timeline.json [--port 7861]``.
+"""The long-video timeline in the browser: ``python -m webdemo timeline RUN/timeline.json [--port 7861]``.
 
 Shows what long-video predict wrote (:mod:`longvideo.timeline`): the segments in time order (their
 times, shots, captions with each phrase in its entity's colour), the gaps that could not be
@@ -9,16 +9,13 @@ annotated MP4, when it is next to the timeline.
 from __future__ import annotations
 
 import core  # noqa: F401
-from core.command_parser import CommandParser
 
 import html
-from pathlib import Path
 from typing import Any, Mapping
 
 import gradio as gr
 
 from longvideo.render import entity_colours, entity_label
-from longvideo.timeline import read_timeline
 
 
 def _css(colour) -> str:
@@ -109,17 +106,3 @@ def build_timeline_app(document: Mapping[str, Any], title: str = "GROVE: long-vi
         entity.change(lambda v, e: tube_html(videos[v], e) if v in videos else "", inputs=[video_pick, entity],
                       outputs=[tube])
     return app
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = CommandParser(prog="python -m webdemo.timeline", description=__doc__.splitlines()[0])
-    parser.add_argument("timeline", role="input", help="timeline.json of a long-video predict run")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=7861)
-    args = parser.parse_args(argv)
-    document = read_timeline(Path(args.timeline))
-    build_timeline_app(document).launch(server_name=args.host, server_port=args.port, show_error=True)
-
-
-if __name__ == "__main__":
-    main()

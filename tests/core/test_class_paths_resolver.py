@@ -51,5 +51,5 @@ def test_agreement_never_calls_os_system_and_names_a_missing_module(tmp_path, mo
                                                          "init_args": {"command": f"touch {marker}"}}}}
         (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(config))
         with pytest.raises(SystemExit, match=message):
-            main(["run", "--config", str(tmp_path / "cfg.yaml"), "--out", str(tmp_path / "out"), "--no_progress"])
+            main(["run", "--config", str(tmp_path / "cfg.yaml"), "--out", str(tmp_path / "out"), "--no-progress"])
     assert calls == [] and not marker.exists()

@@ -6,6 +6,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from command_line.synthetic_data import synthetic_main
 from datamodules import synthetic
 from datamodules.synthetic import generate_synthetic_dataset, summarize_dataset
 from datamodules.synthetic_scenes import (
@@ -265,7 +266,7 @@ def test_output_does_not_depend_on_worker_count(tmp_path):
 
 
 def test_cli_generates_and_summarises(tmp_path, capsys):
-    summary = synthetic.main(["--root", str(tmp_path / "cli"), "--num-train", "2", "--num-val", "1", "--num-test", "1",
+    summary = synthetic_main(["--root", str(tmp_path / "cli"), "--num-train", "2", "--num-val", "1", "--num-test", "1",
                               "--duration-s", "1", "--workers", "1"])
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(json.dumps(summary))
@@ -282,9 +283,9 @@ def test_cli_without_options_inspects_the_existing_data_whatever_its_sizes(tmp_p
         raise AssertionError("the existing dataset was regenerated")
 
     monkeypatch.setattr(synthetic, "_make_clip", no_generation)
-    summary = synthetic.main(["--root", str(root), "--workers", "1"])
+    summary = synthetic_main(["--root", str(root), "--workers", "1"])
     assert [summary["splits"][s]["clips"] for s in ("train", "val", "test")] == [2, 1, 3]
     assert (root / "manifest.json").read_text() == manifest
     assert "reusing the dataset" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="regenerated"):  # an option that differs still regenerates
-        synthetic.main(["--root", str(root), "--num-test", "4", "--workers", "1"])
+        synthetic_main(["--root", str(root), "--num-test", "4", "--workers", "1"])

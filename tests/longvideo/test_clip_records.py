@@ -1,12 +1,15 @@
 """Per-clip records of the long synthetic videos: the clips and keys of long-video predict, the truth's
 boxes, captions tagging the visible objects, and the project's clip metrics scored against them."""
+from core.json_file import JSONFileError
+
 import json
 
 import numpy as np
 import pytest
 
+from command_line.synthetic_data import clip_records_main
 from formats.records import read_records, tagged_phrases
-from longvideo.clip_records import clip_caption, clip_records_path, main, records_from_truth
+from longvideo.clip_records import clip_caption, clip_records_path, records_from_truth
 from longvideo.clip_scoring import score_run_clips
 from longvideo.datamodule import LongVideoClips
 from longvideo.scoring import clips_from_truth
@@ -77,7 +80,7 @@ def test_hand_made_truth_gives_the_hand_written_records(tmp_path):
     assert clip_caption([]) == clip_caption([], tagged=False) == "nothing moves across the scene."
     # the command writes the same records for a truth made earlier
     (tmp_path / "hand.json").write_text(json.dumps(truth))
-    out = main([str(tmp_path / "hand.json"), "--clip-seconds", "2"])
+    out = clip_records_main([str(tmp_path / "hand.json"), "--clip-seconds", "2"])
     assert out == tmp_path / "hand_clips.json"
     assert [r.to_dict() for r in read_records(out)] == [first.to_dict(), second.to_dict()]
 
@@ -90,8 +93,8 @@ def test_bad_truth_is_named(tmp_path):
     with pytest.raises(ValueError, match="not a long synthetic ground truth"):
         records_from_truth({"format": "grove-timeline"}, source="t.json")
     (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(SystemExit, match="bad.json: cannot read the ground truth"):
-        main([str(tmp_path / "bad.json")])
+    with pytest.raises(JSONFileError, match=r"bad.json: not valid JSON \(.* line 1, column 2\)"):
+        clip_records_main([str(tmp_path / "bad.json")])
 
 
 def test_predictions_made_of_the_truth_score_one_and_hand_perturbed_ones_drop_as_computed(tmp_path):

@@ -133,6 +133,8 @@ def test_samples_are_eight_second_synthetic_clips(tmp_path):
 
 
 def test_the_command_line_passes_unknown_arguments_to_the_config_and_checks_files(tmp_path, capsys):
+    from core.user_errors import run_command
+
     from webdemo.__main__ import main, parse_args
 
     args, overrides = parse_args(["--config", "a.yaml", "--config", "b.yaml", "--ckpt-path", "x.ckpt",
@@ -140,5 +142,6 @@ def test_the_command_line_passes_unknown_arguments_to_the_config_and_checks_file
     assert args.config == ["a.yaml", "b.yaml"] and args.ckpt_path == "x.ckpt" and args.judge == "j.ckpt"
     assert args.host == "127.0.0.1" and args.port == 7860  # this machine only, by default
     assert overrides == ["--model.init_args.max_new_tokens=8"]
-    with pytest.raises(SystemExit, match="missing.yaml is not a file"):
-        main(["--config", str(tmp_path / "missing.yaml"), "--ckpt-path", str(tmp_path / "x.ckpt")])
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(main, ["--config", str(tmp_path / "missing.yaml"), "--ckpt-path", str(tmp_path / "x.ckpt")])
+    assert exit_info.value.code == f"error: {tmp_path / 'missing.yaml'}: no such file (given as --config)"

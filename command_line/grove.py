@@ -1,0 +1,66 @@
+"""``grove VERB ...``: every command of the project behind one name (``pyproject.toml``'s
+``[project.scripts]``, installed by ``scripts/setup.sh``).
+
+Each verb runs a command's own ``main`` (its options are that command's: ``grove VERB --help``)
+inside :func:`core.user_errors.run_command`, so bad input ends in one ``error:`` line. The
+``python cli.py ...`` and ``python -m PACKAGE ...`` spellings run the same functions.
+"""
+from __future__ import annotations
+
+import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)
+from core.user_errors import run_command
+
+import importlib
+import sys
+from typing import Any, Callable
+
+# verb -> (module, function, what it does); the training verbs go to LightningCLI with the verb kept
+VERBS: dict[str, tuple[str, str, str]] = {
+    "fit": ("command_line.grove_cli", "cli_main", "train a model (python cli.py fit)"),
+    "validate": ("command_line.grove_cli", "cli_main", "validate a checkpoint (python cli.py validate)"),
+    "test": ("command_line.grove_cli", "cli_main", "test a checkpoint (python cli.py test)"),
+    "predict": ("command_line.grove_cli", "cli_main", "caption and ground videos (python cli.py predict)"),
+    "evaluate": ("metrics.evaluate", "main", "score a predictions file against ground truth"),
+    "annotate": ("annotation.__main__", "main", "the automatic annotation pipeline (python -m annotation)"),
+    "judge": ("judge.commands", "main", "the caption judge (python -m judge)"),
+    "agreement": ("agreement.__main__", "main", "metric-human agreement tables (python -m agreement)"),
+    "glamm": ("glamm.commands", "main", "GLaMM's released checkpoint and baselines"),
+    "webdemo": ("webdemo.__main__", "main", "the browser demo and the long-video timeline (python -m webdemo)"),
+    "synthetic": ("command_line.synthetic_data", "synthetic_main", "generate and summarise the synthetic dataset"),
+    "synthetic-pointing": ("command_line.synthetic_data", "synthetic_pointing_main",
+                           "synthetic data in the pointing benchmarks' layout"),
+    "synthetic-long": ("command_line.synthetic_data", "synthetic_long_main",
+                       "one long synthetic video with its ground truth"),
+    "clip-records": ("command_line.synthetic_data", "clip_records_main",
+                     "the per-clip records of a long video's ground truth"),
+}
+TRAINING_VERBS = ("fit", "validate", "test", "predict")
+
+
+def usage() -> str:
+    width = max(map(len, VERBS))
+    lines = [f"  {verb:<{width}}  {what}" for verb, (_, _, what) in VERBS.items()]
+    return "usage: grove VERB [options]   (grove VERB --help for a verb's options)\n\nverbs:\n" + "\n".join(lines)
+
+
+def command(verb: str) -> Callable[[list[str]], Any]:
+    """The function ``grove VERB`` runs, taking the arguments after the verb."""
+    module, name, _ = VERBS[verb]
+    function = getattr(importlib.import_module(module), name)
+    if verb in TRAINING_VERBS:
+        return lambda argv: function([verb, *argv])
+    return function
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``grove VERB ...``; 0 when the verb's command returns (its errors exit on their own)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0
+    verb, rest = argv[0], argv[1:]
+    if verb not in VERBS:
+        print(f"{usage()}\ngrove: error: unknown verb {verb!r} (choose from {', '.join(VERBS)})", file=sys.stderr)
+        raise SystemExit(2)
+    run_command(command(verb), rest)
+    return 0

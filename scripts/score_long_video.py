@@ -6,7 +6,7 @@ and the per-clip grounding and caption metrics of a long-video predict run.
     # a long-video predict run's timeline.json (and the predictions_predict.json beside it)
     python scripts/score_long_video.py --truth data/long/long.json --timeline runs/.../timeline.json
 
-The ground truth is what ``python -m longvideo.synthetic_long`` writes next to its video. Prints
+The ground truth is what ``grove synthetic-long`` writes next to its video. Prints
 Markdown tables: the identity measures, and with ``--timeline`` the project's per-clip metrics
 (AP50, mIoU, recall at video and frame level, BLEU-4, METEOR, ROUGE-L, CIDEr, CAPTURE) of the
 run's clips against the clip records made from the ground truth (:mod:`longvideo.clip_records`).
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[tuple]]:
     """Prints the tables; returns ``{"identity": [(name, scores)], "clips": [(name, evaluator report)]}``."""
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--truth", role="input", required=True,
-                        help="ground truth JSON of python -m longvideo.synthetic_long")
+                        help="ground truth JSON of grove synthetic-long")
     parser.add_argument("--timeline", role="input", help="timeline.json of a long-video predict run on that video")
     parser.add_argument("--linking-alone", action="store_true", help="score linking the true clip boxes")
     parser.add_argument("--clip-seconds", type=float, default=8.0, help="the run's data.video_clip_seconds")

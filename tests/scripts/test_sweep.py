@@ -13,8 +13,9 @@ from formats.records import GroundedRecord, write_records_json
 from metrics import threshold_sweep as ts
 from metrics.evaluation import evaluate_predictions
 from metrics.text_encoder import ExactMatchEncoder
-from scripts.sweep import PRESETS, SweepPoint, expand_grid, parse_points, tabulate
 from scripts.sweep import main as sweep_main
+from sweeps.points import PRESETS, SweepPoint, expand_grid, parse_points
+from sweeps.tables import tabulate
 from tests.fixtures.paths import ROOT
 from tests.fixtures.tiny_cli import tiny_cli_args
 

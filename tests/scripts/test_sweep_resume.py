@@ -1,6 +1,7 @@
 """scripts/sweep.py --resume reuses a point only when its saved result came from the same inputs."""
-import scripts.sweep as sweep
-from scripts.sweep import SweepPoint, run_sweep
+import sweeps.runner as sweep
+from sweeps.points import SweepPoint
+from sweeps.runner import run_sweep
 
 
 def test_resume_reuses_only_points_with_identical_inputs_that_succeeded(tmp_path, monkeypatch):

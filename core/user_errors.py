@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-__all__ = ["INPUT_ERROR_NAMES", "UserInputError", "input_error_types", "is_input_error", "run_command", "user_message"]
+__all__ = ["INPUT_ERROR_NAMES", "UserInputError", "input_error_in", "input_error_types", "is_input_error",
+           "run_command", "user_message"]
 
 
 class UserInputError(ValueError):
@@ -77,6 +78,22 @@ def run_command(main: Callable[..., Any], argv: list[str] | None = None,
     try:
         return main(argv)
     except Exception as err:
-        if not (is_input_error(err) or isinstance(err, tuple(extra_errors))):
+        found = input_error_in(err, tuple(extra_errors))
+        if found is None:
             raise
-        raise SystemExit(f"error: {user_message(err)}") from None
+        raise SystemExit(f"error: {user_message(found)}") from None
+
+
+def input_error_in(err: BaseException, extra_errors: tuple[type[BaseException], ...] = ()) -> BaseException | None:
+    """``err``, or the exception it was raised from, that reports bad input; None when there is none.
+
+    Libraries that build objects from a config (jsonargparse for LightningCLI) re-raise a
+    constructor's error as their own: the input error is found along ``__cause__``/``__context__``.
+    """
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if is_input_error(err) or isinstance(err, extra_errors):
+            return err
+        err = err.__cause__ or err.__context__
+    return None

@@ -12,6 +12,9 @@ Batches carry ``long_video``: per clip, where it lies (video, frames, shot), and
 """
 from __future__ import annotations
 
+from core.user_errors import UserInputError
+
+import math
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -172,6 +175,11 @@ class LongVideoDataModule(GroundedVideoDataModule):
             raise ValueError(f"data.init_args.segmenter must be one of {SEGMENTERS}, got {segmenter!r}")
         if decode_in not in DECODE_IN:
             raise ValueError(f"data.init_args.decode_in must be one of {DECODE_IN}, got {decode_in!r}")
+        clip_seconds = self.hparams.get("video_clip_seconds")
+        if clip_seconds is not None and (isinstance(clip_seconds, bool) or not isinstance(clip_seconds, (int, float))
+                                         or not math.isfinite(clip_seconds) or clip_seconds <= 0):
+            raise UserInputError(f"data.init_args.video_clip_seconds: long-video mode cuts clips of this many seconds, "
+                             f"got {clip_seconds!r}; give a positive number (8 is the default)")
 
     def make_video_dataset(self) -> LongVideoClips:
         hp = self.hparams

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import core  # noqa: F401
 from core.command_parser import CommandParser
+from core.user_errors import run_command
 
 import argparse
 from pathlib import Path
@@ -108,4 +109,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

@@ -11,6 +11,7 @@ Stage 3 backend reads either file (``stage3.path``).
 from __future__ import annotations
 
 from core.command_parser import CommandParser
+from core.user_errors import run_command
 from core.weights import WeightFileError
 
 import sys
@@ -44,4 +45,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main))

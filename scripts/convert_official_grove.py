@@ -16,6 +16,7 @@ folder instead (``scripts/export_model.py``: config.json, safetensors, tokenizer
 from __future__ import annotations
 
 from core.command_parser import CommandParser
+from core.user_errors import run_command
 from core.weights import WeightFileError
 
 import sys
@@ -68,4 +69,4 @@ def convert_and_export(checkpoint: str, configs: list[str], folder: str):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main))

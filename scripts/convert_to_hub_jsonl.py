@@ -12,6 +12,7 @@ data you have (docs/reproduce.md uses it on the synthetic set).
 from __future__ import annotations
 
 from core.command_parser import CommandParser
+from core.user_errors import run_command
 
 import sys
 from pathlib import Path
@@ -46,4 +47,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main))

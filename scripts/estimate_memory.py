@@ -12,6 +12,7 @@ from __future__ import annotations
 import core  # noqa: F401  (torchvision compatibility)
 from core.cli_args import positive_int
 from core.command_parser import CommandParser
+from core.user_errors import run_command
 
 import argparse
 from pathlib import Path
@@ -89,4 +90,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

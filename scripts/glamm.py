@@ -7,7 +7,9 @@ from pathlib import Path
 # glamm package: look the package up without it.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
+from core.user_errors import run_command  # noqa: E402
+
 from glamm.commands import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command(main))

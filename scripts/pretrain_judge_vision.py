@@ -22,6 +22,7 @@ import core  # noqa: F401  (torchvision compatibility: must precede lightning)
 from core.cli_args import positive_int
 from core.command_parser import CommandParser
 from core.output_files import atomic_write, write_json_atomic
+from core.user_errors import run_command
 
 import argparse
 from pathlib import Path
@@ -87,4 +88,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

@@ -2,7 +2,9 @@
 
     python scripts/pretrain_towers.py --config configs/demo.yaml --steps 250 --out data/demo_towers
 """
+from core.user_errors import run_command
+
 from tools.tower_pretraining import main
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility: must precede transformers)
 from core.command_parser import CommandParser
+from core.user_errors import run_command
 
 import argparse
 import json
@@ -148,4 +149,4 @@ def main(argv: list[str] | None = None) -> dict[str, list[tuple]]:
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

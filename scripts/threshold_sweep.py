@@ -3,9 +3,10 @@
     python scripts/threshold_sweep.py --gt data/synthetic/annotations/test.json \
         --pred runs/demo/version_N/predictions_test.json --out runs/demo/version_N/threshold_sweep
 """
-import sys
+
+from core.user_errors import run_command
 
 from metrics.threshold_sweep import main
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_command(main)

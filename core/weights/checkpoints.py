@@ -7,6 +7,8 @@ you wrote yourself.
 """
 from __future__ import annotations
 
+from core.weights.pretrained_folder import CONFIG_FILE, check_config_file
+
 import pickle
 import zipfile
 from collections import OrderedDict
@@ -24,6 +26,9 @@ def read_checkpoint(path: str | Path, what: str = "--ckpt_path") -> dict:
     """A Lightning checkpoint read with tensors and plain values only (no code run); a clear error naming
     ``what`` and ``path`` when it is not one. The one reader of Lightning checkpoints outside resuming."""
     path = Path(path)
+    if path.is_dir() and (path / CONFIG_FILE).is_file():
+        # an exported folder whose config.json did not read as one: say what is wrong with it
+        check_config_file(path)
     if path.is_dir():
         raise ValueError(f"{what} {path}: a folder, not a checkpoint file "
                          "(pick a .ckpt inside it, e.g. last.ckpt)")

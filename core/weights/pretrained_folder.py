@@ -14,6 +14,7 @@ not fit the model the config builds (:func:`load_into`).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import torch
@@ -30,6 +31,12 @@ class PretrainedFolderError(ValueError):
     """An exported model folder that cannot be loaded as it is."""
 
 
+# Config keys that size a model part: a value that is not a positive integer would fail deep inside
+# the model's constructor (or a strict config class) with an error naming neither folder nor file.
+_SIZE_KEY = re.compile(r"num_\w*(layers|heads)|\w*_(size|dim|layers|heads|chans)|dim|depth|width")
+_REEXPORT = "fix it, or export the model again (python scripts/export_model.py)"
+
+
 def is_pretrained_folder(path: str | Path, model_type: str | None = None) -> bool:
     """Whether ``path`` is a folder whose config.json names a ``model_type`` (the given one, if any)."""
     config = Path(path) / CONFIG_FILE
@@ -37,13 +44,25 @@ def is_pretrained_folder(path: str | Path, model_type: str | None = None) -> boo
         return False
     try:
         found = json.loads(config.read_text(encoding="utf-8")).get("model_type")
-    except (json.JSONDecodeError, AttributeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
         return False
     return found is not None if model_type is None else found == model_type
 
 
-def read_config(folder: str | Path, model_type: str) -> dict:
-    """config.json of an exported folder; an error naming the file when it is not one of ``model_type``."""
+def _size_problems(value, key: str = "") -> list[str]:
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _size_problems(v, f"{key}.{k}" if key else str(k))]
+    name = key.rsplit(".", 1)[-1]
+    if _SIZE_KEY.fullmatch(name) and value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        return [f"{key} is {value!r}"]
+    return []
+
+
+def check_config_file(folder: str | Path) -> dict:
+    """The config.json of an exported folder, checked: JSON (with line and column when not), an
+    object naming a ``model_type``, sizes that are positive integers; a :class:`PretrainedFolderError`
+    naming the folder's file and the key otherwise."""
     path = Path(folder) / CONFIG_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{folder}: no {CONFIG_FILE}; not an exported model folder "
@@ -51,10 +70,29 @@ def read_config(folder: str | Path, model_type: str) -> dict:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise PretrainedFolderError(f"{path}: not valid JSON ({err})") from err
-    if not isinstance(config, dict) or config.get("model_type") != model_type:
-        found = config.get("model_type") if isinstance(config, dict) else type(config).__name__
-        raise PretrainedFolderError(f"{path}: model_type is {found!r}, not {model_type!r}")
+        raise PretrainedFolderError(f"{path}: the exported folder's config is not valid JSON ({err.msg} at line "
+                                    f"{err.lineno}, column {err.colno}); {_REEXPORT}") from None
+    except UnicodeDecodeError as err:
+        raise PretrainedFolderError(f"{path}: the exported folder's config is not UTF-8 text ({err.reason} at "
+                                    f"byte {err.start}); {_REEXPORT}") from None
+    if not isinstance(config, dict):
+        raise PretrainedFolderError(f"{path}: the exported folder's config is a JSON {type(config).__name__}, not "
+                                    f"an object; {_REEXPORT}")
+    if not config.get("model_type"):
+        raise PretrainedFolderError(f"{path}: the exported folder's config has no 'model_type'; {_REEXPORT}")
+    problems = _size_problems(config)
+    if problems:
+        raise PretrainedFolderError(f"{path}: {'; '.join(problems)}: sizes must be positive integers; {_REEXPORT}")
+    return config
+
+
+def read_config(folder: str | Path, model_type: str) -> dict:
+    """config.json of an exported folder (:func:`check_config_file`); an error naming the file when it
+    is not one of ``model_type``."""
+    config = check_config_file(folder)
+    if config.get("model_type") != model_type:
+        raise PretrainedFolderError(f"{Path(folder) / CONFIG_FILE}: model_type is {config.get('model_type')!r}, "
+                                    f"not {model_type!r}")
     return config
 
 

@@ -17,7 +17,7 @@ process:
   before it, decode up to it), on the first ``--seek-frames`` grid frames: seconds per grid frame,
   and the time that gives for the whole video;
 - ``model`` (lengths in ``--model-minutes``, clips per batch in ``--eval-batch-sizes``): ``cli.py
-  predict`` with ``configs/long_video.yaml`` on the tiny model: wall time and the kernel's peak RSS
+  predict`` with ``configs/overlays/long_video.yaml`` on the tiny model: wall time and the kernel's peak RSS
   (high-water mark) of the process (clips are decoded in a thread of it), and the process tree's
   sampled PSS (with ``--predict-args='--data.init_args.decode_in=worker'``: a forked worker's pages
   count once, not twice).
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             for batch in args.eval_batch_sizes:
                 run_dir = out / f"predict_{minutes:g}min_b{batch}"
                 cmd = [sys.executable, "cli.py", "predict", "--config", "configs/demo.yaml", "--config",
-                       "configs/long_video.yaml", f"--ckpt_path={args.ckpt}", f"--data.videos={video}",
+                       "configs/overlays/long_video.yaml", f"--ckpt_path={args.ckpt}", f"--data.videos={video}",
                        "--model.init_args.global_encoder.checkpoint=null",
                        "--model.init_args.grounding_encoder.checkpoint=null",
                        f"--data.init_args.eval_batch_size={batch}",

@@ -4,7 +4,7 @@ Streaming an hour of video through ``predict`` allocates and frees the same larg
 clip; with glibc's default, adaptive thresholds the heap fragments and the process grows with the
 number of clips although nothing is kept (:mod:`core.heap`). This callback fixes the thresholds
 when the run is set up (before the DataLoader worker forks, which inherits them) and trims the
-heap every ``trim_every`` batches. It changes no result. Added by ``configs/long_video.yaml``.
+heap every ``trim_every`` batches. It changes no result. Added by ``configs/overlays/long_video.yaml``.
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def start_from_glamm(model: Grove, folder: str) -> str:
     if not Path(folder).is_dir():
         raise FileNotFoundError(f"model.init_from_glamm: {folder!r} is not a folder. See the README section "
                                 "'Pretrained weights' (GLaMM-GranD-Pretrained), or stack "
-                                "configs/pretrain_raw_towers.yaml to start from the raw towers instead")
+                                "configs/overlays/pretrain_raw_towers.yaml to start from the raw towers instead")
     table = init_table(init_grove_from_glamm(model, folder), model.global_encoder.config.checkpoint)
     rank_zero_info(f"GROVE initialised from GLaMM ({folder}):\n{table}")
     return table

@@ -1,6 +1,6 @@
 """Writes ``timeline.json`` (and the entity-coloured MP4s) at the end of a long-video ``predict``.
 
-Added by ``configs/long_video.yaml``. While the clips stream through the model it keeps, per
+Added by ``configs/overlays/long_video.yaml``. While the clips stream through the model it keeps, per
 clip, its place (from the batches' ``long_video`` entries), its prediction, and one appearance
 vector per phrase: the grounding encoder's features pooled inside the predicted boxes
 (:mod:`longvideo.appearance`), computed on at most ``appearance_frames`` frames with boxes per

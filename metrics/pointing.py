@@ -22,7 +22,7 @@ Where the released script fails, this module decides:
 - an entry without boxes (``[]``, where the released script fails with an IndexError): a miss.
 
 Predictions are read from the project's predictions JSON (``cli.py predict`` with
-``configs/youcook_interactions.yaml`` or ``configs/groundingyoutube.yaml``) or from the released
+``configs/overlays/youcook_interactions.yaml`` or ``configs/overlays/groundingyoutube.yaml``) or from the released
 inference's pickle ``{clip_key: {"final_boxes": [...], ...}}`` (restricted unpickler)::
 
     python -m metrics.pointing --gt full_annotations.pkl --pred predictions_predict.json --dataset youcook
@@ -95,7 +95,7 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
         raise PointingInputError(f"{path}: expected a mapping from clip key to prediction, got {type(data).__name__}")
     if data and not any(isinstance(v, Mapping) and "final_boxes" in v for v in data.values()):
         raise PointingInputError(f"{path}: no clip has 'final_boxes'; pointing predictions come from cli.py predict "
-                                 "with configs/youcook_interactions.yaml or configs/groundingyoutube.yaml")
+                                 "with configs/overlays/youcook_interactions.yaml or configs/overlays/groundingyoutube.yaml")
     return dict(data)
 
 

@@ -3,8 +3,8 @@
 ``python -m webdemo timeline RUN/timeline.json [--port 7861]`` serves the timeline page of a finished
 long-video predict run instead.
 
-The page's long-video mode stacks ``--long-video-config`` (``configs/long_video.yaml``) on the
-configs, as ``cli.py predict --config CONFIG --config configs/long_video.yaml`` does.
+The page's long-video mode stacks ``--long-video-config`` (``configs/overlays/long_video.yaml``) on the
+configs, as ``cli.py predict --config CONFIG --config configs/overlays/long_video.yaml`` does.
 
 Arguments the demo does not know (``--model.init_args.max_new_tokens=32``, ...) go to the config
 parsing as they would on ``cli.py predict``.
@@ -39,7 +39,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
                         help="checkpoint of the judge config given as --judge")
     parser.add_argument("--long-video-config", role="input", default=None,
                         help="the overlay the page's long-video mode stacks on --config, as cli.py predict stacks it "
-                             "(default: configs/long_video.yaml)")
+                             "(default: configs/overlays/long_video.yaml)")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: this machine only)")
     parser.add_argument("--port", type=port_number, default=7860)
     parser.add_argument("--samples", type=non_negative_int, default=3,

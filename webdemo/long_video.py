@@ -1,7 +1,7 @@
-"""Long-video mode on the upload page, set up exactly as ``configs/long_video.yaml`` stacks on the demo's config.
+"""Long-video mode on the upload page, set up exactly as ``configs/overlays/long_video.yaml`` stacks on the demo's config.
 
 The overlay file is read, never copied: the server's configs, the overlay and the server's
-overrides are parsed together as ``cli.py predict --config ... --config configs/long_video.yaml``
+overrides are parsed together as ``cli.py predict --config ... --config configs/overlays/long_video.yaml``
 parses them (:meth:`webdemo.predictor.DemoPredictor`), and :class:`LongVideoSetup` keeps from
 that parse the datamodule class with its settings and the callbacks the overlay adds. The page's
 loaded model runs them; nothing of the model is built twice. A request streams the upload once
@@ -23,8 +23,8 @@ import yaml
 
 from longvideo.timeline_writer import LongVideoTimeline
 
-# The overlay the command line documents (configs/long_video.yaml), next to this package.
-LONG_VIDEO_OVERLAY = Path(__file__).resolve().parent.parent / "configs" / "long_video.yaml"
+# The overlay the command line documents (configs/overlays/long_video.yaml), next to this package.
+LONG_VIDEO_OVERLAY = Path(__file__).resolve().parent.parent / "configs" / "overlays" / "long_video.yaml"
 
 
 def overlay_callback_paths(overlay: str | Path) -> list[str]:

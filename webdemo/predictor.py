@@ -8,7 +8,7 @@ and the checkpoint's weights are read once, as tensors only. Each request then r
 request's folder, so the predictions file is the one ``cli.py predict`` writes for that video with
 the same settings. Requests run one at a time (a lock), since the model's inference settings are
 set per request. Long-video mode (:meth:`DemoPredictor.predict_long`) runs the same model with the
-datamodule and callbacks of ``configs/long_video.yaml`` stacked on the configs (:mod:`webdemo.long_video`).
+datamodule and callbacks of ``configs/overlays/long_video.yaml`` stacked on the configs (:mod:`webdemo.long_video`).
 """
 from __future__ import annotations
 

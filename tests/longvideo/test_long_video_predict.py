@@ -1,4 +1,4 @@
-"""``cli.py predict`` with configs/long_video.yaml, end to end on the tiny model: the per-clip JSON is
+"""``cli.py predict`` with configs/overlays/long_video.yaml, end to end on the tiny model: the per-clip JSON is
 unchanged, timeline.json is valid, the MP4 keeps one colour per entity, a corrupt middle is a gap."""
 import json
 from pathlib import Path
@@ -44,7 +44,7 @@ def predict(root, out, video, *extra):
 def test_long_video_predict_end_to_end(tiny_synthetic_root, tmp_path, fixed_caption):
     video = write_video(tmp_path / "walk.mp4", moving_square(120, 10), fps=10)
     plain = predict(tiny_synthetic_root, tmp_path / "plain", video)
-    long = predict(tiny_synthetic_root, tmp_path / "long", video, "--config", str(ROOT / "configs" / "long_video.yaml"),
+    long = predict(tiny_synthetic_root, tmp_path / "long", video, "--config", str(ROOT / "configs" / "overlays" / "long_video.yaml"),
                    "--trainer.callbacks+=longvideo.timeline_writer.LongVideoTimeline",  # a second one: exact match
                    "--trainer.callbacks.text_encoder=exact")
     # the per-clip predictions are those of the plain predict, byte for byte
@@ -73,7 +73,7 @@ def test_corrupt_middle_is_a_gap_in_the_timeline_and_the_rest_is_predicted(tiny_
     data[start:start + length] = rng.integers(0, 255, length, dtype=np.uint8).tobytes()
     bad = tmp_path / "bad.mp4"
     bad.write_bytes(bytes(data))
-    run = predict(tiny_synthetic_root, tmp_path / "long", bad, "--config", str(ROOT / "configs" / "long_video.yaml"),
+    run = predict(tiny_synthetic_root, tmp_path / "long", bad, "--config", str(ROOT / "configs" / "overlays" / "long_video.yaml"),
                   "--trainer.callbacks.text_encoder=exact", "--trainer.callbacks.render=false")
     (timeline,) = read_timeline(run / "timeline.json")["videos"]
     (gap,) = timeline["gaps"]
@@ -95,7 +95,7 @@ def test_where_clips_are_decoded_changes_no_output(tiny_synthetic_root, tmp_path
     outputs = {}
     for where in ("thread", "worker", "inline"):
         run = predict(tiny_synthetic_root, tmp_path / where, video,
-                      "--config", str(ROOT / "configs" / "long_video.yaml"),
+                      "--config", str(ROOT / "configs" / "overlays" / "long_video.yaml"),
                       "--trainer.callbacks.text_encoder=exact", "--trainer.callbacks.render=false",
                       f"--data.init_args.decode_in={where}", "--data.init_args.num_workers=1")
         timeline = json.loads((run / "timeline.json").read_text())

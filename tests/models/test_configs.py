@@ -18,7 +18,7 @@ STACKS = [
     ["pretrain.yaml", "ablations/no_adapters.yaml"],
     ["pretrain.yaml", "ablations/frozen_decoder_vl_lq.yaml"],
     ["pretrain.yaml", "finetune_iground.yaml"],
-    ["pretrain.yaml", "pretrain_raw_towers.yaml"],
+    ["pretrain.yaml", "overlays/pretrain_raw_towers.yaml"],
     ["official/grove.yaml"],
     ["official/grove.yaml", "official/finetune.yaml"],
     ["official/tiny.yaml"],

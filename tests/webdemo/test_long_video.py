@@ -33,7 +33,7 @@ def parse(*configs, extra=()):
 
 
 def test_the_setup_is_the_overlay_file_s():
-    assert LONG_VIDEO_OVERLAY == ROOT / "configs" / "long_video.yaml"
+    assert LONG_VIDEO_OVERLAY == ROOT / "configs" / "overlays" / "long_video.yaml"
     overlay = yaml.safe_load(LONG_VIDEO_OVERLAY.read_text())
     written_callbacks = overlay["trainer"]["callbacks+"]
     assert overlay_callback_paths(LONG_VIDEO_OVERLAY) == [c["class_path"] for c in written_callbacks]

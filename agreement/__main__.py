@@ -7,6 +7,7 @@ youcookii_annotations_trainval.json --out yc2_fg_eval.jsonl``, or ``--activityne
 """
 from __future__ import annotations
 
+from core.cli_args import existing_file
 from core.command_parser import CommandParser
 from core.output_files import refuse_input_as_output, write_text_atomic
 from core.user_errors import run_command
@@ -84,7 +85,7 @@ def _main(argv: list[str] | None) -> dict:
     parser = CommandParser(prog="python -m agreement", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="score the configured metrics on the configured benchmarks")
-    p_run.add_argument("--config", role="input", required=True)
+    p_run.add_argument("--config", role="input", type=existing_file, required=True)
     p_run.add_argument("--out", role="output", required=True)
     p_run.add_argument("--no-progress", action="store_true")
     p_run.add_argument("--device", default="cpu")

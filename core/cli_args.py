@@ -82,3 +82,10 @@ def json_file(text: str) -> str:
 
 
 port_number = _number(int, lambda v: 0 <= v <= 65535, "a port number in [0, 65535]")
+
+
+def existing_path(text: str) -> str:
+    """A path to a file or folder that exists."""
+    if not Path(text).expanduser().exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file or folder")
+    return text

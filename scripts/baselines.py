@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.cli_args import existing_folder
 from core.command_parser import CommandParser
 from core.user_errors import run_command
 
@@ -90,7 +91,7 @@ def run(root: Path, split: str, text_encoder: str = "minilm", capture_stop_words
 
 def main(argv=None) -> dict:
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--root", role="input", default="data/synthetic")
+    parser.add_argument("--root", role="input", type=existing_folder, default="data/synthetic")
     parser.add_argument("--split", default="test")
     parser.add_argument("--text-encoder", default="minilm")
     parser.add_argument("--capture-stop-words", default="authors", choices=("authors", "project"))

@@ -10,6 +10,7 @@ Stage 3 backend reads either file (``stage3.path``).
 """
 from __future__ import annotations
 
+from core.cli_args import existing_file
 from core.command_parser import CommandParser
 from core.user_errors import run_command
 from core.weights import WeightFileError
@@ -21,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     from models.cotracker3_checkpoint import check_cotracker3, load_cotracker3
 
     parser = CommandParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", role="input",
+    parser.add_argument("checkpoint", role="input", type=existing_file,
                         help="the released scaled_offline.pth (or a CoTracker3 offline state dict)")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="check keys and shapes only")

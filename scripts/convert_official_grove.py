@@ -15,6 +15,7 @@ folder instead (``scripts/export_model.py``: config.json, safetensors, tokenizer
 """
 from __future__ import annotations
 
+from core.cli_args import existing_file, existing_path
 from core.command_parser import CommandParser
 from core.user_errors import run_command
 from core.weights import WeightFileError
@@ -27,8 +28,9 @@ from models.grove_checkpoint import check_official, convert_official_file
 
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", role="input", help="official .bin (zero_to_fp32) or Hugging Face folder")
-    parser.add_argument("--config", role="input", action="append", required=True,
+    parser.add_argument("checkpoint", role="input", type=existing_path,
+                        help="official .bin (zero_to_fp32) or Hugging Face folder")
+    parser.add_argument("--config", role="input", action="append", required=True, type=existing_file,
                         help="cli.py config(s) describing the model, stacked as cli.py does")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="check keys and shapes only")

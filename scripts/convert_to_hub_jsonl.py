@@ -11,6 +11,7 @@ data you have (docs/reproduce.md uses it on the synthetic set).
 """
 from __future__ import annotations
 
+from core.cli_args import existing_path
 from core.command_parser import CommandParser
 from core.user_errors import run_command
 
@@ -20,14 +21,15 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("annotations", role="input", help="annotation file or folder, any layout the project reads")
+    parser.add_argument("annotations", role="input", type=existing_path,
+                        help="annotation file or folder, any layout the project reads")
     parser.add_argument("out", role="output", help="the .jsonl file to write")
     parser.add_argument("--keys-companion", action="store_true",
                         help="ids in OUT_keys.jsonl, one per line (HowToGround1M's layout)")
     parser.add_argument("--processed", action="store_true", help="one union box per phrase and frame")
     args = parser.parse_args(argv)
     if not args.out.endswith(".jsonl"):
-        raise SystemExit(f"error: {args.out}: the output must be a .jsonl file")
+        parser.error(f"argument out: {args.out}: the output must be a .jsonl file")
 
     from datamodules.howtoground import merge_instances
     from formats.hub_jsonl import write_jsonl_records

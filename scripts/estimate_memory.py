@@ -10,7 +10,7 @@ fit the GPU. The model behind the figures: tools/memory_estimator.py, docs/scali
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility)
-from core.cli_args import positive_int
+from core.cli_args import existing_file, non_negative_float, positive_float, positive_int
 from core.command_parser import CommandParser
 from core.user_errors import run_command
 
@@ -35,12 +35,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = CommandParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", role="input", action="append", default=None,
+    parser.add_argument("--config", role="input", action="append", default=None, type=existing_file,
                         help="training config (repeat to stack overlays); default configs/official/grove.yaml")
     parser.add_argument("--gpus", type=positive_int, default=8, help="GPUs the run shards over (ZeRO-2, FSDP)")
     parser.add_argument("--max-micro-batch", type=positive_int, default=8)
-    parser.add_argument("--capacity-gib", type=float, default=80.0, help="memory of one GPU")
-    parser.add_argument("--overhead-gib", type=float, default=DEFAULT_OVERHEAD_GIB,
+    parser.add_argument("--capacity-gib", type=positive_float, default=80.0, help="memory of one GPU")
+    parser.add_argument("--overhead-gib", type=non_negative_float, default=DEFAULT_OVERHEAD_GIB,
                         help="reserved per GPU for the CUDA context, NCCL and allocator fragmentation")
     parser.add_argument("--frames", type=positive_int, default=None, help="frames per clip (default: data.num_frames)")
     parser.add_argument("--text-tokens", type=positive_int, default=Workload.text_tokens,

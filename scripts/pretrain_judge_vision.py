@@ -19,7 +19,7 @@ writes ``<out>/qwen_vision.bin`` (``model.visual.*`` keys, as in a Qwen2.5-VL ch
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility: must precede lightning)
-from core.cli_args import positive_int
+from core.cli_args import existing_file, existing_folder, positive_float, positive_int
 from core.command_parser import CommandParser
 from core.output_files import atomic_write, write_json_atomic
 from core.user_errors import run_command
@@ -41,15 +41,15 @@ def _overlap(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = CommandParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", role="input", default="configs/judge_demo.yaml")
+    parser.add_argument("--config", role="input", type=existing_file, default="configs/judge_demo.yaml")
     parser.add_argument("--steps", type=positive_int, default=1000)
-    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--lr", type=positive_float, default=2e-3)
     parser.add_argument("--batch-size", type=positive_int, default=8)
     parser.add_argument("--min-overlap", type=_overlap, default=0.5,
                         help="a token names every object sharing this fraction of the smaller of (token, object)")
     parser.add_argument("--out", role="output", default="data/judge_towers")
     parser.add_argument("--threads", type=positive_int, default=1)
-    parser.add_argument("--synthetic-root", role="input", default=None,
+    parser.add_argument("--synthetic-root", role="input", type=existing_folder, default=None,
                         help="the grounded synthetic data (default: the config's)")
     parser.add_argument("overrides", nargs="*", help="extra CLI overrides for the judge config")
     args = parser.parse_args(argv)

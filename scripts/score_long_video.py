@@ -15,6 +15,7 @@ docs/long_video.md has the figures and their commands.
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility: must precede transformers)
+from core.cli_args import json_file, positive_float, unit_float
 from core.command_parser import CommandParser
 from core.user_errors import run_command
 
@@ -93,12 +94,13 @@ def clip_notes(report: dict) -> list[str]:
 def main(argv: list[str] | None = None) -> dict[str, list[tuple]]:
     """Prints the tables; returns ``{"identity": [(name, scores)], "clips": [(name, evaluator report)]}``."""
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--truth", role="input", required=True,
+    parser.add_argument("--truth", role="input", required=True, type=json_file,
                         help="ground truth JSON of grove synthetic-long")
-    parser.add_argument("--timeline", role="input", help="timeline.json of a long-video predict run on that video")
+    parser.add_argument("--timeline", role="input", type=json_file,
+                        help="timeline.json of a long-video predict run on that video")
     parser.add_argument("--linking-alone", action="store_true", help="score linking the true clip boxes")
-    parser.add_argument("--clip-seconds", type=float, default=8.0, help="the run's data.video_clip_seconds")
-    parser.add_argument("--paraphrase", type=float, default=0.5, help="share of clip phrases paraphrased")
+    parser.add_argument("--clip-seconds", type=positive_float, default=8.0, help="the run's data.video_clip_seconds")
+    parser.add_argument("--paraphrase", type=unit_float, default=0.5, help="share of clip phrases paraphrased")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--text-encoder", default="minilm",
                         help="phrase encoder of the linking's meaning cue and of the per-clip recall")

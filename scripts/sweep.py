@@ -25,7 +25,7 @@ Arguments after ``--`` go to every fit/test run (after the point's own).
 from __future__ import annotations
 
 import core  # noqa: F401
-from core.cli_args import unit_float
+from core.cli_args import existing_file, unit_float
 from core.command_parser import CommandParser
 from core.user_errors import run_command
 
@@ -54,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1:]
     parser = CommandParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", role="input", action="append", default=[], help="base config(s), stacked in order")
+    parser.add_argument("--config", role="input", action="append", default=[], type=existing_file,
+                        help="base config(s), stacked in order")
     parser.add_argument("--preset", choices=sorted(PRESETS), help="the paper's ablations: " + ", ".join(
         f"{k} ({', '.join(v)})" for k, v in PRESETS.items()))
     parser.add_argument("--point", action="append", default=[], help='NAME="ARGS" (repeat)')

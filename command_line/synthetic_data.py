@@ -92,8 +92,10 @@ def synthetic_long_main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error(f"argument --object-size: MIN {args.object_size[0]} is above MAX {args.object_size[1]}")
     config = LongVideoConfig(duration_s=60 * args.minutes, fps=args.fps, width=args.width, height=args.height,
                              num_objects=args.objects, seed=args.seed, object_size=tuple(args.object_size))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    truth = generate_long_video(args.out, config, video=not args.no_video, clip_seconds=args.clip_seconds)
+    try:
+        truth = generate_long_video(args.out, config, video=not args.no_video, clip_seconds=args.clip_seconds)
+    except ValueError as err:  # sizes that do not fit together (frame, objects, wall)
+        parser.error(f"{err} (--width, --height, --object-size)")
     truth_path = Path(args.out).with_suffix(".json")
     print(f"{args.out}: {config.num_frames} frames, {len(truth['objects'])} objects; ground truth "
           f"{truth_path}, per-clip records {clip_records_path(truth_path)}")

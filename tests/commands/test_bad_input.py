@@ -1,0 +1,109 @@
+"""Bad input to a command ends in one ``error:`` line and a non-zero exit, never a traceback: each file
+and number option of the commands in tests/commands/command_list.py (COMMANDS) with a bad value."""
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+from core.user_errors import run_command
+from tests.commands.command_list import COMMANDS
+
+
+def _files(tmp_path):
+    (tmp_path / "broken.json").write_text('{"video": "x.mp4",\n  "fps": }')
+    (tmp_path / "empty.json").write_text("{}")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "config.yaml").write_text("benchmarks: {}\nmetrics: {}\n")
+    return tmp_path
+
+
+# (command, arguments, text the error line must hold); {tmp} is a folder with the files of _files
+CASES = [
+    ("grove synthetic", ["--workers", "0"], "--workers: must be a positive integer, got '0'"),
+    ("grove synthetic", ["--num-train", "-1"], "--num-train: must be an integer >= 0, got '-1'"),
+    ("grove synthetic", ["--fps", "abc"], "--fps: must be a positive number, got 'abc'"),
+    ("grove synthetic", ["--frame-size", "0"], "--frame-size: must be a positive integer"),
+    ("grove synthetic", ["--duration-s", "nan"], "--duration-s: must be a positive number"),
+    ("grove synthetic-pointing", ["--out", "{tmp}/p", "--clips", "0"], "--clips: must be a positive integer"),
+    ("grove synthetic-pointing", ["--out", "{tmp}/p", "--duration", "-1"], "--duration: must be a positive number"),
+    ("grove synthetic-long", ["{tmp}/x.mp4", "--minutes", "0"], "--minutes: must be a positive number"),
+    ("grove synthetic-long", ["{tmp}/x.mp4", "--width", "abc"], "--width: must be a positive integer"),
+    ("grove synthetic-long", ["{tmp}/x.mp4", "--object-size", "9", "3"], "--object-size: MIN 9 is above MAX 3"),
+    ("grove synthetic-long", ["{tmp}/x.mp4", "--clip-seconds", "0"], "--clip-seconds: must be a positive number"),
+    ("grove synthetic-long", ["{tmp}/x.mp4", "--no-video", "--width", "224", "--height", "128"],
+     "frame_size (224, 128) is too small for objects up to 56 px"),
+    ("grove clip-records", ["{tmp}/absent.json"], "absent.json: no such file"),
+    ("grove clip-records", ["{tmp}/broken.json"], "broken.json: not valid JSON (Expecting value at line 2, column 10)"),
+    ("grove clip-records", ["{tmp}/empty.json"], "empty.json: not the ground truth of grove synthetic-long"),
+    ("grove clip-records", ["{tmp}/broken.json", "--clip-seconds", "0"], "--clip-seconds: must be a positive number"),
+    ("python -m webdemo serve", ["--config", "{tmp}/absent.yaml", "--ckpt-path", "{tmp}"],
+     "absent.yaml: no such file (given as --config)"),
+    ("python -m webdemo serve", ["--config", "{tmp}/config.yaml", "--ckpt-path", "{tmp}/absent.ckpt"],
+     "absent.ckpt: no such file or folder"),
+    ("python -m webdemo serve", ["--config", "x.yaml", "--ckpt-path", "x", "--port", "99999"],
+     "--port: must be a port number in [0, 65535]"),
+    ("python -m webdemo serve", ["--config", "x.yaml", "--ckpt-path", "x", "--samples", "-1"],
+     "--samples: must be an integer >= 0"),
+    ("python -m webdemo timeline", ["{tmp}/absent.json"], "absent.json: no such file"),
+    ("python -m webdemo timeline", ["{tmp}/empty.json", "--port", "abc"], "--port: must be a port number"),
+    ("python -m agreement", ["run", "--config", "{tmp}/absent.yaml", "--out", "{tmp}/o"], "absent.yaml: no such file"),
+    ("python scripts/baselines.py", ["--root", "{tmp}/absent"], "--root: {tmp}/absent: no such folder"),
+    ("python scripts/convert_official_cotracker3.py", ["{tmp}/absent.pth", "--check"], "absent.pth: no such file"),
+    ("python scripts/convert_official_grove.py", ["{tmp}/absent.bin", "--config", "{tmp}/config.yaml", "--check"],
+     "absent.bin: no such file or folder"),
+    ("python scripts/convert_official_grove.py", ["{tmp}", "--config", "{tmp}/absent.yaml", "--check"],
+     "absent.yaml: no such file"),
+    ("python scripts/convert_to_hub_jsonl.py", ["{tmp}/absent.json", "{tmp}/o.jsonl"], "absent.json: no such file"),
+    ("python scripts/convert_to_hub_jsonl.py", ["{tmp}/empty.json", "{tmp}/o.txt"], "the output must be a .jsonl"),
+    ("python scripts/estimate_memory.py", ["--gpus", "0"], "--gpus: must be a positive integer"),
+    ("python scripts/estimate_memory.py", ["--capacity-gib", "-80"], "--capacity-gib: must be a positive number"),
+    ("python scripts/estimate_memory.py", ["--config", "{tmp}/absent.yaml"], "absent.yaml: no such file"),
+    ("python scripts/pretrain_judge_vision.py", ["--steps", "0"], "--steps: must be a positive integer"),
+    ("python scripts/pretrain_judge_vision.py", ["--config", "{tmp}/absent.yaml"], "absent.yaml: no such file"),
+    ("python scripts/pretrain_judge_vision.py", ["--synthetic-root", "{tmp}/absent"], "absent: no such folder"),
+    ("python scripts/score_long_video.py", ["--truth", "{tmp}/absent.json"], "absent.json: no such file"),
+    ("python scripts/score_long_video.py", ["--truth", "{tmp}/broken.json"],
+     "broken.json: not valid JSON (Expecting value at line 2, column 10)"),
+    ("python scripts/score_long_video.py", ["--truth", "{tmp}/empty.json", "--clip-seconds", "0"],
+     "--clip-seconds: must be a positive number"),
+    ("python scripts/score_long_video.py", ["--truth", "{tmp}/empty.json", "--paraphrase", "2"],
+     "--paraphrase: must be a number in [0, 1]"),
+    ("python scripts/sweep.py", ["--config", "{tmp}/absent.yaml", "--preset", "table5", "--out", "{tmp}/s"],
+     "absent.yaml: no such file"),
+    ("python scripts/sweep.py", ["--preset", "table5", "--out", "{tmp}/s", "--thresholds", "0.1,abc"],
+     "--thresholds: must be a number in [0, 1], got 'abc'"),
+    ("python scripts/sweep.py", ["--axis", "nokey", "--out", "{tmp}/s", "--dry-run"], "--axis 'nokey': expected KEY="),
+    ("python scripts/glamm.py", ["caption", "--folder", "x", "--frames", "0", "clip.mp4"],
+     "--frames: must be a positive integer"),
+]
+
+
+@pytest.mark.parametrize("command,args,expected", CASES, ids=[f"{c} {' '.join(a)}" for c, a, _ in CASES])
+def test_bad_input_is_one_error_line(command, args, expected, tmp_path, capsys):
+    folder = _files(tmp_path)
+    module, function, prefix = COMMANDS[command]
+    main = getattr(importlib.import_module(module), function)
+    argv = [*prefix, *(a.replace("{tmp}", str(folder)) for a in args)]
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(main, argv)
+    code = exit_info.value.code
+    printed = capsys.readouterr().err + (f"{code}\n" if isinstance(code, str) else "")
+    assert code not in (0, None)
+    assert "Traceback" not in printed
+    errors = [line for line in printed.splitlines() if "error:" in line]
+    assert len(errors) == 1, printed
+    assert expected.replace("{tmp}", str(folder)) in errors[0]
+    assert code == 2 if errors[0].startswith("usage") or ": error: argument" in errors[0] else True
+
+
+def test_a_missing_folder_of_a_long_video_output_is_created(tmp_path):
+    from command_line.synthetic_data import synthetic_long_main
+
+    truth = synthetic_long_main([str(tmp_path / "new" / "deeper" / "x.mp4"), "--no-video", "--minutes", "0.05",
+                                 "--width", "320", "--height", "180", "--fps", "10", "--objects", "2"])
+    written = json.loads((tmp_path / "new" / "deeper" / "x.json").read_text())
+    assert written["num_frames"] == truth["num_frames"] == 30
+    assert (tmp_path / "new" / "deeper" / "x_clips.json").is_file()
+    assert not (tmp_path / "new" / "deeper" / "x.mp4").exists()

@@ -1,0 +1,84 @@
+"""Every command spells its long options with hyphens (``--ckpt-path``); the underscore spelling of a
+renamed option still works, with a warning naming the new one (core.command_parser)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+import pytest
+
+from core.command_parser import CommandParser
+from tests.commands.command_list import (
+    COMMANDS,
+    NOT_ARGPARSE,
+    OTHER_PACKAGES_COMMANDS,
+    package_entry_points,
+    script_files,
+)
+
+
+class _Built(Exception):
+    def __init__(self, parser):
+        self.parser = parser
+
+
+def built_parser(monkeypatch, module: str, function: str, prefix: list[str]) -> argparse.ArgumentParser:
+    """The parser a command's main builds, taken when it starts parsing (nothing of the command runs)."""
+    def capture(self, args=None, namespace=None):
+        raise _Built(self)
+
+    monkeypatch.setattr(CommandParser, "parse_known_args", capture)
+    with pytest.raises(_Built) as built:
+        getattr(importlib.import_module(module), function)([*prefix, "--help"])
+    return built.value.parser
+
+
+def long_options(parser: argparse.ArgumentParser, prog: str = "") -> list[tuple[str, str]]:
+    """(sub-command, option) for every long option of ``parser`` and its sub-commands."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += long_options(sub, f"{prog} {name}".strip())
+        found += [(prog, o) for o in action.option_strings if o.startswith("--")]
+    return found
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, *OTHER_PACKAGES_COMMANDS])
+def test_long_options_are_hyphenated(command, monkeypatch):
+    module, function, prefix = {**COMMANDS, **OTHER_PACKAGES_COMMANDS}[command]
+    options = long_options(built_parser(monkeypatch, module, function, prefix))
+    assert options, f"{command}: no long option found; is the parser a CommandParser?"
+    underscored = [f"{sub} {o}".strip() for sub, o in options if "_" in o]
+    assert not underscored, f"{command}: options spelled with underscores: {underscored}"
+
+
+def test_the_command_list_covers_every_script_and_package_entry_point():
+    listed = " ".join([*COMMANDS, *OTHER_PACKAGES_COMMANDS, *NOT_ARGPARSE])
+    missing = [s for s in script_files() if s not in listed]
+    missing += [f"python -m {p}" for p in package_entry_points() if f"python -m {p}" not in listed]
+    assert not missing, f"commands not in tests/commands/command_list.py: {missing}"
+
+
+def test_an_underscore_spelling_is_rewritten_with_a_warning_naming_the_new_option(capsys):
+    parser = CommandParser(prog="tool")
+    parser.add_argument("--ckpt-path")
+    parser.add_argument("--keep_me")  # declared with an underscore: left as it is
+    sub = parser.add_subparsers(dest="verb")
+    run = sub.add_parser("run")
+    run.add_argument("--max-new-tokens", type=int)
+    args = parser.parse_args(["--ckpt_path=a.ckpt", "--keep_me", "1", "run", "--max_new_tokens", "4"])
+    assert (args.ckpt_path, args.keep_me, args.max_new_tokens) == ("a.ckpt", "1", 4)
+    assert capsys.readouterr().err.splitlines() == [
+        "tool: warning: --ckpt_path is deprecated and will be removed in the next release; use --ckpt-path",
+        "tool run: warning: --max_new_tokens is deprecated and will be removed in the next release; "
+        "use --max-new-tokens"]
+
+
+def test_only_declared_options_and_nothing_after_a_double_dash_are_rewritten(capsys):
+    parser = CommandParser(prog="tool")
+    parser.add_argument("--out-dir")
+    parser.add_argument("rest", nargs="*")
+    args, extras = parser.parse_known_args(["--model.init_args.max_new_tokens=8", "--", "--out_dir"])
+    assert extras == ["--model.init_args.max_new_tokens=8"] and args.rest == ["--out_dir"]
+    assert capsys.readouterr().err == ""

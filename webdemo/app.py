@@ -204,8 +204,8 @@ def build_app(predictor: DemoPredictor, workspace: Workspace, samples: Sequence[
                                 example_labels=[f"synthetic: {s.caption}" for s in samples],
                                 label="synthetic samples")
                 long_video = gr.Checkbox(
-                    value=False, label="long-video mode (configs/overlays/long_video.yaml: one streaming pass, a timeline "
-                                       "of entities linked across clips)",
+                    value=False, label="long-video mode (configs/overlays/long_video.yaml: one streaming pass, "
+                                       "a timeline of entities linked across clips)",
                     info=None if predictor.long_video is not None else
                     f"not available: {predictor.long_video_error[:300]}",
                     interactive=predictor.long_video is not None, elem_id="grove-long")

@@ -1,4 +1,4 @@
-"""Long-video mode on the upload page, set up exactly as ``configs/overlays/long_video.yaml`` stacks on the demo's config.
+"""Long-video mode on the upload page, set up as ``configs/overlays/long_video.yaml`` stacks on the demo's config.
 
 The overlay file is read, never copied: the server's configs, the overlay and the server's
 overrides are parsed together as ``cli.py predict --config ... --config configs/overlays/long_video.yaml``

@@ -2,12 +2,13 @@
 and number option of the commands in tests/commands/command_list.py (COMMANDS) with a bad value."""
 from __future__ import annotations
 
+from core.user_errors import run_command
+
 import importlib
 import json
 
 import pytest
 
-from core.user_errors import run_command
 from tests.commands.command_list import COMMANDS
 
 

@@ -2,12 +2,13 @@
 renamed option still works, with a warning naming the new one (core.command_parser)."""
 from __future__ import annotations
 
+from core.command_parser import CommandParser
+
 import argparse
 import importlib
 
 import pytest
 
-from core.command_parser import CommandParser
 from tests.commands.command_list import (
     COMMANDS,
     NOT_ARGPARSE,

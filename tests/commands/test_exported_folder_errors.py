@@ -2,13 +2,14 @@
 whichever command reads it (cli.py's --ckpt_path, from_pretrained)."""
 from __future__ import annotations
 
+from core.user_errors import run_command
+from core.weights.checkpoints import read_checkpoint
+from core.weights.pretrained_folder import PretrainedFolderError, read_config
+
 import json
 
 import pytest
 
-from core.user_errors import run_command
-from core.weights.checkpoints import read_checkpoint
-from core.weights.pretrained_folder import PretrainedFolderError, read_config
 from tests.fixtures.paths import ROOT
 
 

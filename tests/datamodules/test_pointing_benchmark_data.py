@@ -163,7 +163,8 @@ def test_predict_and_score_through_the_cli(synthetic_youcook, tmp_path):
     from cli import cli_main
     from metrics.pointing import evaluate_files
 
-    cli_main(["predict", "--config", str(TINY[0]), "--config", str(ROOT / "configs" / "overlays" / "youcook_interactions.yaml"),
+    cli_main(["predict", "--config", str(TINY[0]),
+              "--config", str(ROOT / "configs" / "overlays" / "youcook_interactions.yaml"),
               f"--data.init_args.test_annotations={synthetic_youcook}",
               f"--data.init_args.video_root={synthetic_youcook.parent / 'videos'}",
               "--data.init_args.num_workers=0", f"--trainer.logger.init_args.save_dir={tmp_path}",

@@ -44,7 +44,8 @@ def predict(root, out, video, *extra):
 def test_long_video_predict_end_to_end(tiny_synthetic_root, tmp_path, fixed_caption):
     video = write_video(tmp_path / "walk.mp4", moving_square(120, 10), fps=10)
     plain = predict(tiny_synthetic_root, tmp_path / "plain", video)
-    long = predict(tiny_synthetic_root, tmp_path / "long", video, "--config", str(ROOT / "configs" / "overlays" / "long_video.yaml"),
+    long = predict(tiny_synthetic_root, tmp_path / "long", video,
+                   "--config", str(ROOT / "configs" / "overlays" / "long_video.yaml"),
                    "--trainer.callbacks+=longvideo.timeline_writer.LongVideoTimeline",  # a second one: exact match
                    "--trainer.callbacks.text_encoder=exact")
     # the per-clip predictions are those of the plain predict, byte for byte
@@ -73,7 +74,8 @@ def test_corrupt_middle_is_a_gap_in_the_timeline_and_the_rest_is_predicted(tiny_
     data[start:start + length] = rng.integers(0, 255, length, dtype=np.uint8).tobytes()
     bad = tmp_path / "bad.mp4"
     bad.write_bytes(bytes(data))
-    run = predict(tiny_synthetic_root, tmp_path / "long", bad, "--config", str(ROOT / "configs" / "overlays" / "long_video.yaml"),
+    run = predict(tiny_synthetic_root, tmp_path / "long", bad,
+                  "--config", str(ROOT / "configs" / "overlays" / "long_video.yaml"),
                   "--trainer.callbacks.text_encoder=exact", "--trainer.callbacks.render=false")
     (timeline,) = read_timeline(run / "timeline.json")["videos"]
     (gap,) = timeline["gaps"]

@@ -3,7 +3,7 @@
 GT in any annotation layout the project reads (project JSON, one pickle of all records, a folder
 of per-key pickles); predictions in the JSON format predict writes. Two protocols (``docs/evaluation_protocols.md``):
 
-* ``project`` (default): :mod:`metrics.grounding`; clips missing from the predictions count as
+* ``project`` (default): :mod:`metrics.functional.grounding`; clips missing from the predictions count as
   empty predictions and are listed; predicted clips absent from the GT are listed and ignored.
 * ``official``: the GROVE release's ``eval_iground.py`` (:mod:`metrics.official_iground`), for
   comparison with published figures; it needs the local ``bert-base-uncased`` folder.

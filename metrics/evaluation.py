@@ -1,7 +1,7 @@
 """The offline evaluation of a predictions file against ground-truth records, in memory or from files
 (the command is :mod:`metrics.evaluate`). Two protocols (``docs/evaluation_protocols.md``):
 
-* ``project`` (default): :mod:`metrics.grounding`; clips missing from the predictions count as
+* ``project`` (default): :mod:`metrics.functional.grounding`; clips missing from the predictions count as
   empty predictions and are listed; predicted clips absent from the GT are listed and ignored.
 * ``official``: the GROVE release's ``eval_iground.py`` (:mod:`metrics.official_iground`), for
   comparison with published figures; it needs the local ``bert-base-uncased`` folder.
@@ -26,7 +26,7 @@ import numpy as np
 from formats.predictions import iter_prediction_file, load_predictions
 from formats.records import read_ground_truth
 from metrics.center_frame import centre_frame, centre_records, centre_view
-from metrics.grounding import frames_from_prediction, frames_from_record
+from metrics.functional.grounding import frames_from_prediction, frames_from_record
 from metrics.prediction_validation import INVALID_POLICIES, MAX_EXAMPLES, ValidationReport, validate_predictions
 from metrics.streaming_evaluation import (
     OFF_GRID_POLICIES,

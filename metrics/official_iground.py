@@ -2,7 +2,7 @@
 
 Published GROVE figures come from that script, so this module follows it step by step, quirks
 included (each is listed in ``docs/evaluation_protocols.md`` against the project's protocol in
-:mod:`metrics.grounding`):
+:mod:`metrics.functional.grounding`):
 
 * Clips: a ground-truth clip with no prediction is left out (not scored 0). Frames are the
   record's annotated frames; a clip's predicted boxes are taken at those frame indices.
@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from metrics.grounding import frames_from_prediction
+from metrics.functional.grounding import frames_from_prediction
 from metrics.text_encoder import encode_unique
 
 IOU_THRESHOLD = 0.5

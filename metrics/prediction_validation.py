@@ -15,7 +15,7 @@ probability. Per box, a prediction is invalid when
 ``policy="error"`` (default) raises :class:`InvalidPredictionError` naming the source, clip, frame
 and field; ``policy="skip"`` drops each invalid box (with its label and score) and counts it in a
 :class:`ValidationReport`. Malformed structure (a frame without ``frame``, mismatched lengths) is
-reported by :func:`metrics.grounding.frames_from_prediction` and never skipped.
+reported by :func:`metrics.functional.grounding.frames_from_prediction` and never skipped.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from formats.records import tagged_phrases
-from metrics.grounding import GroundingInputError
+from metrics.functional.grounding import GroundingInputError
 
 INVALID_POLICIES = ("error", "skip")
 FIELDS = ("boxes", "labels", "scores")

@@ -117,23 +117,25 @@ def default_text_encoder() -> MiniLMEncoder:
 class ExactMatchEncoder:
     """Model-free encoder: phrases equal after normalisation get cosine 1, others 0.
 
-    Embeddings are one-hot over the distinct normalised phrases of ONE call, so they are only
-    comparable within a call (:func:`encode_unique` encodes all phrases of an evaluation at once).
-    Use it as a strict label check or to test the text threshold deterministically.
+    Embeddings are one-hot over the distinct normalised phrases this encoder has seen; a phrase
+    keeps its column for the encoder's life, so embeddings of different calls compare (the width
+    grows with the number of distinct phrases). Use it as a strict label check or to test the
+    text threshold deterministically.
     """
 
     def __init__(self, casefold: bool = True) -> None:
         self.casefold = casefold
+        self.columns: dict[str, int] = {}
 
     def normalise(self, text: str) -> str:
         text = re.sub(r"\s+", " ", str(text)).strip()
         return text.casefold() if self.casefold else text
 
     def encode(self, texts: list[str]) -> torch.Tensor:
-        keys = [self.normalise(t) for t in texts]
-        _, column = np.unique(np.asarray(keys, dtype=str), return_inverse=True)
-        out = torch.zeros((len(keys), max(1, int(column.max(initial=-1)) + 1)), dtype=torch.float32)
-        out[torch.arange(len(keys)), torch.as_tensor(column, dtype=torch.long)] = 1.0
+        columns = self.columns
+        column = [columns.setdefault(self.normalise(t), len(columns)) for t in texts]
+        out = torch.zeros((len(texts), max(1, len(columns))), dtype=torch.float32)
+        out[torch.arange(len(texts)), torch.as_tensor(column, dtype=torch.long)] = 1.0
         return out
 
 

@@ -3,7 +3,7 @@
 The threshold only decides which predicted boxes are kept (objectness >= threshold), so one set of
 predictions saved with every box and its score (``objectness_threshold=0.0``) gives the metrics at
 any threshold without running the model again. Grounding is scored exactly as the evaluator does
-(:func:`metrics.grounding.evaluate_grounding` on the GT clips in key order), and AP50 and recall
+(:func:`metrics.functional.grounding.evaluate_grounding` on the GT clips in key order), and AP50 and recall
 are plotted against the threshold as in the paper's Figure 6.
 
     python cli.py test --config configs/demo.yaml --ckpt_path BEST.ckpt --model.init_args.objectness_threshold=0.0
@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from metrics.grounding import FrameBoxes, evaluate_grounding, frames_from_prediction, frames_from_record
+from metrics.functional.grounding import FrameBoxes, evaluate_grounding, frames_from_prediction, frames_from_record
 from metrics.streaming_evaluation import OffGridReport, place_on_grid
 
 DEFAULT_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)

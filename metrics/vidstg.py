@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from formats.frame_grids import MAX_FRAMES, SAMPLE_FPS, tubedetr_frame_grid
-from metrics.grounding import frames_from_prediction
+from metrics.functional.grounding import frames_from_prediction
 from metrics.prediction_set import PredictionSetMetric
 from metrics.vidstg_annotations import VidSTGSentence
 

@@ -60,7 +60,7 @@ def encode(value: float) -> str:
 
 
 def record() -> dict:
-    from metrics.grounding import evaluate_grounding
+    from metrics.functional.grounding import evaluate_grounding
 
     out = {}
     for case, gt, pred in cases():

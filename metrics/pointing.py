@@ -7,6 +7,9 @@ percentage of correct seconds over the counted ones (0 when none count).
 
 The rule follows the released ``eval_youcookinteractions.py`` case by case:
 
+- the centre ``(x1 + x2) / 2`` is computed in the predictions' own dtype (float32 for the released
+  inference's arrays, float64 for JSON numbers) and compared with the float64 GT, so a centre on a
+  GT border is in or out exactly as the script finds it;
 - a clip's predictions are its ``final_boxes`` list, one entry per target second; an entry holds
   the boxes predicted for the caption's phrases (one, ``[[x1, y1, x2, y2]]``) and the first is
   scored; a plain ``[x1, y1, x2, y2]`` is read as that one box;
@@ -49,32 +52,45 @@ class PointingInputError(ValueError):
     """Predictions that cannot be scored; the message names the file, clip and entry."""
 
 
-def first_boxes(final_boxes: Sequence[Any], where: str) -> np.ndarray:
-    """``final_boxes`` -> ``(n, 4)`` the first box of each entry, NaN rows for misses (None, an
-    entry with any NaN, an entry without boxes)."""
+def _centres(rows: np.ndarray) -> np.ndarray:
+    """Box centres ``(n, 2)`` computed in the boxes' own dtype, as the released script's
+    ``(x1 + x2) / 2`` on numpy scalars does (float32 boxes give float32 centres), held in float64
+    exactly so they compare with the float64 GT as the script compares them."""
+    if rows.dtype.kind not in "fiu":
+        rows = rows.astype(np.float64)
+    return ((rows[:, :2] + rows[:, 2:4]) / 2).astype(np.float64)
+
+
+def first_box_centres(final_boxes: Sequence[Any], where: str) -> np.ndarray:
+    """``final_boxes`` -> ``(n, 2)`` the centre of the first box of each entry, NaN rows for misses
+    (None, an entry with any NaN, an entry without boxes)."""
     n = len(final_boxes)
-    try:  # the common case: every entry the same shape, e.g. (n, 1, 4)
-        stacked = np.asarray(final_boxes, dtype=float)
+    dtypes = {getattr(entry, "dtype", None) for entry in final_boxes}
+    try:  # the common case: every entry the same shape and dtype, e.g. (n, 1, 4) float32
+        stacked = np.asarray(final_boxes) if len(dtypes) == 1 else None
     except (TypeError, ValueError):
         stacked = None
-    if stacked is not None and stacked.ndim in (2, 3) and stacked.shape[-1] == 4 and stacked.size:
+    if stacked is not None and stacked.dtype.kind in "fiu" and stacked.ndim in (2, 3) and stacked.shape[-1] == 4 \
+            and stacked.size:
         rows = stacked if stacked.ndim == 2 else stacked[:, 0]
-        nan = np.isnan(stacked).reshape(n, -1).any(axis=1)
-        return np.where(nan[:, None], np.nan, rows)
-    out = np.full((n, 4), np.nan)
-    for i, entry in enumerate(final_boxes):  # ragged entries (None, [], mixed shapes): parsed one by one
+        nan = np.isnan(stacked.astype(np.float64)).reshape(n, -1).any(axis=1)
+        return np.where(nan[:, None], np.nan, _centres(rows))
+    out = np.full((n, 2), np.nan)
+    for i, entry in enumerate(final_boxes):  # ragged or mixed entries (None, [], mixed shapes or dtypes)
         if entry is None:
             continue
         try:
-            box = np.asarray(entry, dtype=float)
+            box = np.asarray(entry)
+            if box.dtype.kind not in "fiu":
+                box = box.astype(np.float64)
         except (TypeError, ValueError):
             raise PointingInputError(f"{where}: final_boxes[{i}] is not a box or a list of boxes: {entry!r}") from None
-        if box.size == 0 or np.isnan(box).any():
+        if box.size == 0 or np.isnan(box.astype(np.float64)).any():
             continue
         box = box.reshape(-1, box.shape[-1]) if box.ndim else box.reshape(1, 1)
         if box.shape[-1] != 4:
             raise PointingInputError(f"{where}: final_boxes[{i}] must hold (x1, y1, x2, y2) boxes, got {entry!r}")
-        out[i] = box[0]
+        out[i] = _centres(box[:1])[0]
     return out
 
 
@@ -115,16 +131,16 @@ def pointing_accuracy(records: Sequence[PointingRecord], predictions: Mapping[st
         gt, has_box = record.boxes, record.has_box
         prediction = predictions.get(record.key)
         if prediction is None:
-            boxes = np.full((len(gt), 4), np.nan)
+            centre = np.full((len(gt), 2), np.nan)
         else:
             if not isinstance(prediction, Mapping):
                 raise PointingInputError(f"{source}: clip {record.key!r} must be a mapping with 'final_boxes', "
                                          f"got {type(prediction).__name__}")
             final = prediction.get("final_boxes")
-            boxes = first_boxes([] if final is None else list(final), f"{source}: clip {record.key!r}")
-        n = min(len(boxes), len(gt))
+            centre = first_box_centres([] if final is None else list(final), f"{source}: clip {record.key!r}")
+        n = min(len(centre), len(gt))
         unscored += int(has_box[n:].sum())
-        centres.append((boxes[:n, :2] + boxes[:n, 2:]) / 2)
+        centres.append(centre[:n])
         gts.append(gt[:n])
         counted.append(has_box[:n])
     centre = np.concatenate(centres) if centres else np.zeros((0, 2))

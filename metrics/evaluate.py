@@ -20,7 +20,9 @@ from core.command_parser import CommandParser
 from core.output_files import write_json_atomic
 
 import argparse
+import pickle
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 from formats.records import ON_CORRUPT, RecordError
@@ -69,6 +71,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _located(err: Exception, gt: str) -> str:
+    """The error's message; for GT that is not UTF-8 text, the file and line of the first bad byte."""
+    if not isinstance(err.__context__, UnicodeDecodeError) or not Path(gt).is_file():
+        return str(err)
+    with open(gt, "rb") as f:
+        for number, line in enumerate(f, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                return (f"{gt}, line {number}: not UTF-8 text (byte {line[bad.start]:#04x} at column {bad.start + 1}); "
+                        "save the file as UTF-8")
+    return str(err)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
     encoder = args.text_encoder
@@ -80,8 +96,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                                 args.objectness_threshold, protocol=args.protocol, invalid=args.invalid,
                                 on_corrupt=args.on_corrupt, capture_conventions=args.capture_conventions,
                                 capture_stop_words=args.capture_stop_words, off_grid=args.off_grid)
-    except (ValueError, RecordError, FileNotFoundError) as err:
-        raise SystemExit(f"error: {err}") from None
+    except (ValueError, RecordError, OSError, pickle.UnpicklingError) as err:
+        raise SystemExit(f"error: {_located(err, args.gt)}") from None
     print(format_table(report))
     if args.out:
         write_json_atomic(args.out, report)

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from formats.predictions import iter_prediction_file, load_predictions
-from formats.records import read_ground_truth
+from formats.records import RecordError, read_ground_truth
 from metrics.center_frame import centre_frame, centre_records, centre_view
 from metrics.functional.grounding import frames_from_prediction, frames_from_record
 from metrics.prediction_validation import INVALID_POLICIES, MAX_EXAMPLES, ValidationReport, validate_predictions
@@ -68,6 +68,9 @@ def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "bot
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     records, corrupt = read_ground_truth(gt_path, on_corrupt)
+    if not records:
+        raise RecordError(f"{gt_path}: the ground truth holds no clip; give the annotation file (or folder) of "
+                          "the split the predictions are for")
     if protocol == "official":
         preds = load_predictions(pred_path)
         if level == "center":

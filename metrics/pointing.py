@@ -35,6 +35,7 @@ from __future__ import annotations
 from core.command_parser import CommandParser
 
 import json
+import pickle
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -100,11 +101,24 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: predictions not found")
     if path.suffix.lower() == ".json":
+        def unique_keys(pairs):  # a JSON object may repeat a key; json.load keeps the last
+            seen = {}
+            for key, value in pairs:
+                if key in seen:
+                    raise PointingInputError(f"{path}, key {key!r}: appears twice in one object; keep one "
+                                             "value per key (one prediction per clip)")
+                seen[key] = value
+            return seen
+
         with path.open(encoding="utf-8") as f:
             try:
-                data = json.load(f)
+                data = json.load(f, object_pairs_hook=unique_keys)
             except json.JSONDecodeError as err:
-                raise PointingInputError(f"{path}: not valid JSON ({err})") from None
+                raise PointingInputError(f"{path}: not valid JSON ({err}); give the predictions file that "
+                                         "cli.py predict wrote") from None
+            except UnicodeDecodeError as err:
+                raise PointingInputError(f"{path}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset "
+                                         f"{err.start}); save the file as UTF-8") from None
     else:
         data = safe_load(path)
     if not isinstance(data, Mapping):
@@ -118,10 +132,14 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
 def pointing_accuracy(records: Sequence[PointingRecord], predictions: Mapping[str, Any], missing: str = "miss",
                       source: str = "predictions") -> dict[str, Any]:
     """The pointing-game report: ``accuracy`` (percent), ``correct``, ``valid``, ``clips``,
-    ``missing_clips`` (+ examples), ``unscored_seconds``, ``extra_predictions``."""
+    ``missing_clips`` (+ examples), ``unscored_seconds``, ``extra_predictions``,
+    ``duplicate_clips`` (+ examples): GT segments listed more than once are scored each time, as
+    the released script scores them (it loops over the GT list), and reported."""
     if missing not in MISSING_POLICIES:
         raise ValueError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
     keys = [r.key for r in records]
+    unique, counts = np.unique(np.asarray(keys, dtype=str), return_counts=True)
+    duplicates = unique[counts > 1].tolist()
     absent = [k for k in dict.fromkeys(keys) if k not in predictions]
     if absent and missing == "error":
         raise PointingInputError(f"{source}: {len(absent)} clip(s) of the ground truth have no prediction, "
@@ -161,6 +179,8 @@ def pointing_accuracy(records: Sequence[PointingRecord], predictions: Mapping[st
         "missing_policy": missing,
         "unscored_seconds": unscored,
         "extra_predictions": sum(1 for k in predictions if k not in known),
+        "duplicate_clips": len(duplicates),
+        "duplicate_examples": duplicates[:MAX_EXAMPLES],
     }
 
 
@@ -174,6 +194,9 @@ def evaluate_files(gt: str | Path, pred: str | Path | Sequence[str | Path], data
         for key, value in read_predictions(path).items():
             predictions.setdefault(key, value)
     records = read_pointing_records(gt, dataset)
+    if not records:
+        raise PointingInputError(f"{gt}: the ground truth holds no segment; give the benchmark's "
+                                 "full_annotations.pkl")
     source = ", ".join(map(str, paths))
     report = pointing_accuracy(records, predictions, missing=missing, source=source)
     return {"dataset": dataset, "gt": str(gt), "pred": source, **report}
@@ -192,13 +215,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     try:
         report = evaluate_files(args.gt, args.pred, args.dataset, args.missing)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, pickle.UnpicklingError) as err:  # an unsafe pickle is an UnpicklingError
         parser.exit(2, f"error: {err}\n")
     print(f"Pointing-game accuracy ({args.dataset}): {report['accuracy']:.2f}% "
           f"({report['correct']} / {report['valid']} boxed seconds, {report['clips']} clips)")
     if report["missing_clips"]:
         print(f"  {report['missing_clips']} clip(s) without prediction counted as misses, "
               f"e.g. {report['missing_examples'][:3]}", file=sys.stderr)
+    if report["duplicate_clips"]:
+        print(f"  warning: {args.gt}: {report['duplicate_clips']} segment(s) listed more than once, each copy "
+              f"scored as the released script does, e.g. {report['duplicate_examples'][:3]}", file=sys.stderr)
     if report["unscored_seconds"]:
         print(f"  {report['unscored_seconds']} boxed second(s) beyond their clip's final_boxes not counted",
               file=sys.stderr)

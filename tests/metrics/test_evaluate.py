@@ -218,3 +218,32 @@ def test_over_long_caption_fails_that_clip_only(files, tmp_path, monkeypatch):
     alone = evaluate_captions({k: [r.caption] for r in records if (k := r.key) != key},
                               {k: v["caption"] for k, v in rest.items()}, metrics=("METEOR",))
     assert report["metrics"]["METEOR"] == pytest.approx(alone["METEOR"])
+
+
+@pytest.mark.parametrize("layout", ["empty.jsonl", "empty.json", "empty.pkl"])
+def test_empty_ground_truth_is_an_error_naming_the_file(tmp_path, capsys, layout):
+    gt = tmp_path / layout
+    if layout.endswith(".pkl"):
+        import pickle
+
+        gt.write_bytes(pickle.dumps([]))
+    else:
+        gt.write_text("" if layout.endswith(".jsonl") else json.dumps({"records": []}))
+    pred = tmp_path / "pred.json"
+    pred.write_text("{}")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--gt", str(gt), "--pred", str(pred), "--text-encoder", "exact", "--caption-metrics", "",
+              "--no-capture"])
+    message = str(exit_.value.code)
+    assert message.startswith(f"error: {gt}: the ground truth holds no clip") and "\n" not in message
+
+
+def test_ground_truth_that_is_not_utf8_names_the_line(files, tmp_path):
+    lines = [json.dumps({"caption": "stir"}), json.dumps({"caption": "caf\u00e9"}).replace("\\u00e9", "\u00e9")]
+    gt = tmp_path / "gt.jsonl"
+    gt.write_bytes(lines[0].encode() + b"\n" + lines[1].encode("latin-1") + b"\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--gt", str(gt), "--pred", str(files[3]), "--text-encoder", "exact", "--caption-metrics", "",
+              "--no-capture"])
+    assert str(exit_.value.code) == (f"error: {gt}, line 2: not UTF-8 text (byte 0xe9 at column 17); "
+                                     "save the file as UTF-8")

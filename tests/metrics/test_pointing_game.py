@@ -255,3 +255,44 @@ def test_reader_names_file_record_and_field(tmp_path):
     path.write_bytes(pickle.dumps([gt_entry("v", 1, [[0, 0, 1]])]))
     with pytest.raises(RecordError, match=r"record 0: segment_bboxes\[0\] must be 4 numbers"):
         read_pointing_records(path, "youcook")
+
+
+def test_duplicate_segments_in_the_gt_are_scored_each_time_and_reported(tmp_path, capsys):
+    entry = gt_entry("v", 0, [[0, 0, 10, 10]])
+    gt_path = tmp_path / "full_annotations.pkl"
+    gt_path.write_bytes(pickle.dumps([entry, gt_entry("w", 1, [[0, 0, 10, 10]]), entry]))
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps({"v_0": {"final_boxes": [[[4, 4, 6, 6]]]}, "w_1": {"final_boxes": [None]}}))
+    report = main(["--gt", str(gt_path), "--pred", str(pred), "--dataset", "youcook"])
+    assert (report["correct"], report["valid"]) == (2, 3)  # the released script loops over the GT list
+    assert released_rule({"v_0": {"final_boxes": [[[4, 4, 6, 6]]]}, "w_1": {"final_boxes": [None]}},
+                         [entry, gt_entry("w", 1, [[0, 0, 10, 10]]), entry], "youcook")[1:] == (2, 3)
+    assert (report["duplicate_clips"], report["duplicate_examples"]) == (1, ["v_0"])
+    assert f"warning: {gt_path}: 1 segment(s) listed more than once" in capsys.readouterr().err
+
+
+def test_a_clip_twice_in_a_predictions_json_is_an_error_naming_it(tmp_path, capsys):
+    gt_path = tmp_path / "full_annotations.pkl"
+    gt_path.write_bytes(pickle.dumps([gt_entry("v", 0, [[0, 0, 10, 10]])]))
+    pred = tmp_path / "pred.json"
+    pred.write_text('{"v_0": {"final_boxes": [null]}, "v_0": {"final_boxes": [[[4, 4, 6, 6]]]}}')
+    with pytest.raises(SystemExit) as exit_:
+        main(["--gt", str(gt_path), "--pred", str(pred), "--dataset", "youcook"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {pred}, key 'v_0': appears twice") and err.count("\n") == 1
+
+
+def test_empty_gt_and_unsafe_gt_pickle_are_one_line_errors(tmp_path, capsys):
+    pred = tmp_path / "pred.json"
+    pred.write_text('{"v_0": {"final_boxes": [null]}}')
+    empty = tmp_path / "full_annotations.pkl"
+    empty.write_bytes(pickle.dumps([]))
+    evil = tmp_path / "evil.pkl"
+    evil.write_bytes(pickle.dumps([{"video_id": pickle.PickleError}]))
+    for gt_path, what in ((empty, "the ground truth holds no segment"), (evil, "refusing to unpickle")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--gt", str(gt_path), "--pred", str(pred), "--dataset", "youcook"])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {gt_path}") and what in err and err.count("\n") == 1

@@ -20,8 +20,7 @@ import numpy as np
 import torch
 
 from metrics.functional.grounding import FrameBoxes, evaluate_grounding
-from metrics.phrase_vocabulary import PhraseVocabulary
-from metrics.text_encoder import ExactMatchEncoder, default_text_encoder
+from metrics.text_encoder import ExactMatchEncoder, PhraseVocabulary, default_text_encoder
 
 ADJECTIVES = ["red", "small", "wooden", "metal", "white", "black", "large", "green", "plastic", "sharp",
               "blue", "round", "old", "clean", "glass", "hot", "yellow", "empty", "full", "silver"]

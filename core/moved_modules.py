@@ -26,6 +26,7 @@ __all__ = ["MOVED", "install", "new_name"]
 # release later. Keep it sorted by old name.
 MOVED: dict[str, str] = {
     "metrics.grounding": "metrics.functional.grounding",
+    "metrics.streaming_evaluation": "metrics.evaluation",
 }
 
 

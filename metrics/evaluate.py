@@ -27,8 +27,7 @@ from typing import Any, Sequence
 
 from formats.records import ON_CORRUPT, RecordError
 from metrics.evaluation import LEVEL_CHOICES, PROTOCOLS, evaluate_files, format_table
-from metrics.prediction_validation import INVALID_POLICIES
-from metrics.streaming_evaluation import OFF_GRID_POLICIES
+from metrics.prediction_validation import INVALID_POLICIES, OFF_GRID_POLICIES
 
 # The evaluation itself is metrics.evaluation; this module is the command only.
 

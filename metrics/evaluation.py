@@ -8,9 +8,24 @@
 
 Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_validation`) unless
 ``invalid="skip"`` drops and counts them; a corrupt file in a GT folder is skipped and counted
-(``on_corrupt="raise"`` stops instead). The project protocol reads a predictions file clip by
-clip (:mod:`metrics.streaming_evaluation`), with predicted frames off the annotation grid refused
-(or mapped under ``off_grid="nearest"``).
+(``on_corrupt="raise"`` stops instead). Predicted frames off the annotation grid are refused (or
+mapped under ``off_grid="nearest"``; :func:`metrics.prediction_validation.place_on_grid`).
+
+The project protocol's memory does not grow with the number of clips: a predictions file of a
+million clips (HowToGround1M's ``model_preds``) does not fit in memory as Python objects (about 8x
+the file's size), so the file is read one clip at a time
+(:func:`formats.predictions.iter_prediction_file`) and every metric is reduced as clips stream by,
+in batches of ``batch_clips`` clips that keep the vectorised grounding code
+(:func:`metrics.functional.grounding.grounding_update` per batch, added into one state):
+
+* video level (AP50, mIoU, recall): each clip's value is added to a running sum as its batch ends;
+* frame level: mIoU and recall are sums too; AP50 pools all frames, so each counted detection
+  keeps a compact record (score, matched, clip position, frame, rank in its frame) and the
+  precision/recall curve is computed once at the end, exactly as COCOeval ranks them;
+* captions (BLEU, METEOR, ROUGE-L, CIDEr, CAPTURE are corpus-level) are kept as strings.
+
+The results equal :func:`metrics.functional.grounding.evaluate_grounding` on the whole set (a test
+checks it on random cases). The ground truth is read whole (its readers are not streaming).
 """
 from __future__ import annotations
 
@@ -26,14 +41,15 @@ import numpy as np
 from formats.predictions import iter_prediction_file, load_predictions
 from formats.records import RecordError, read_ground_truth
 from metrics.center_frame import centre_frame, centre_records, centre_view
-from metrics.functional.grounding import frames_from_prediction, frames_from_record
-from metrics.prediction_validation import INVALID_POLICIES, MAX_EXAMPLES, ValidationReport, validate_predictions
-from metrics.streaming_evaluation import (
+from metrics.functional.grounding import GroundingAccumulator, frames_from_prediction, frames_from_record
+from metrics.prediction_validation import (
+    INVALID_POLICIES,
+    MAX_EXAMPLES,
     OFF_GRID_POLICIES,
-    GroundingAccumulator,
     OffGridReport,
-    batched,
+    ValidationReport,
     place_on_grid,
+    validate_predictions,
 )
 
 # "center": the GROVE paper's Center set-up (metrics.center_frame), scored at video level
@@ -145,7 +161,7 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
 
     ``invalid``: ``error`` rejects a predicted box that cannot be right (naming clip, frame and
     field), ``skip`` drops it and counts it in the report's ``invalid_predictions``.
-    ``off_grid``: see :mod:`metrics.streaming_evaluation`.
+    ``off_grid``: see :func:`metrics.prediction_validation.place_on_grid`.
     """
     return evaluate_prediction_stream(records, preds.items(), level, score_source, text_encoder, caption_metrics,
                                       capture, objectness_threshold, pred_source, invalid, capture_conventions,
@@ -243,6 +259,18 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
                          "objectness_threshold": objectness_threshold, "invalid": invalid, "off_grid": off_grid,
                          "capture_conventions": str(capture_conventions) if capture else None,
                          "capture_stop_words": str(capture_stop_words) if capture else None}}
+
+
+def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """Lists of ``size`` items (the last one shorter) from any iterable."""
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def format_table(report: Mapping[str, Any]) -> str:

@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from metrics.functional.grounding import FrameBoxes, evaluate_grounding, frames_from_prediction, frames_from_record
-from metrics.streaming_evaluation import OffGridReport, place_on_grid
+from metrics.prediction_validation import OffGridReport, place_on_grid
 
 DEFAULT_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 PLOTTED = ("AP50", "recall")
@@ -71,7 +71,7 @@ def threshold_sweep(records: Mapping[str, Any], predictions: Mapping[str, dict],
     file's content with scores. Clips missing from the predictions count as empty; extra
     predicted clips are ignored (and counted). Predicted frames off a clip's annotation grid are
     refused, or mapped with ``off_grid="nearest"``, as by the evaluator
-    (:mod:`metrics.streaming_evaluation`).
+    (:func:`metrics.prediction_validation.place_on_grid`).
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {sorted(LEVELS)}, got {level!r}")

@@ -8,7 +8,7 @@ a compact record per counted detection), :func:`grounding_merge` adds states and
 The torchmetrics wrappers and the offline evaluator call these. Everything after gathering the
 per-frame arrays is vectorised: frames are processed together in padded blocks, and the only
 Python loops run over matching steps (detection rank, pairing step), over size buckets and over
-chunks. Phrases become ids of the run's :class:`~metrics.phrase_vocabulary.PhraseVocabulary`, so
+chunks. Phrases become ids of the run's :class:`~metrics.text_encoder.PhraseVocabulary`, so
 each distinct phrase is embedded once.
 
 Choices (documented because the public evaluator leaves them open or gets them wrong):
@@ -34,7 +34,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from metrics.phrase_vocabulary import PhraseVocabulary, vocabulary_of
+from metrics.text_encoder import PhraseVocabulary, vocabulary_of
 
 SCORE_SOURCES = ("constant", "objectness")
 LEVELS = ("video", "frame")
@@ -464,7 +464,7 @@ def grounding_update(gt: Mapping[str, Sequence[FrameBoxes]], pred: Mapping[str, 
     ``positions`` gives each of ``gt``'s clips its place in the whole ground truth's order (which
     fixes how tied scores rank in frame-level AP50); by default the batch is the whole set.
     ``text_encoder`` is only needed for recall; ``vocabulary`` defaults to the encoder's run
-    vocabulary (:func:`~metrics.phrase_vocabulary.vocabulary_of`).
+    vocabulary (:func:`~metrics.text_encoder.vocabulary_of`).
     """
     settings = settings or GroundingSettings()
     state = GroundingState(settings)
@@ -572,6 +572,34 @@ def resolve_text_encoder(text_encoder):
 
         return build_text_encoder(text_encoder)
     return text_encoder
+
+
+class GroundingAccumulator:
+    """:func:`evaluate_grounding`, fed a batch of clips at a time (the state of the torchmetrics-style
+    update / merge / compute functions above, kept between calls).
+
+    ``add(gt, pred, positions)``: ``gt``/``pred`` map the batch's clip keys to frames and
+    ``positions`` gives each clip's place in the whole ground truth's order (which fixes how tied
+    scores rank in frame-level AP50). ``result()`` gives the same dict as ``evaluate_grounding``.
+    One phrase vocabulary serves every batch, so a phrase is embedded once per run.
+    """
+
+    def __init__(self, text_encoder=None, levels: Sequence[str] = ("video", "frame"), score_source: str = "constant",
+                 iou_threshold: float = 0.5, text_threshold: float = 0.5, max_dets: int = 100,
+                 metrics: Sequence[str] = ("AP50", "mIoU", "recall"), vocabulary: PhraseVocabulary | None = None):
+        settings = GroundingSettings(tuple(levels), score_source, iou_threshold, text_threshold, max_dets,
+                                     tuple(metrics))
+        self.text_encoder = resolve_text_encoder(text_encoder) if "recall" in settings.metrics else text_encoder
+        self.vocabulary = vocabulary
+        self.state = GroundingState(settings)
+
+    def add(self, gt: Mapping[str, Sequence[FrameBoxes]], pred: Mapping[str, Sequence[FrameBoxes]],
+            positions: np.ndarray) -> None:
+        grounding_merge(self.state, grounding_update(gt, pred, positions, settings=self.state.settings,
+                                                     text_encoder=self.text_encoder, vocabulary=self.vocabulary))
+
+    def result(self, ignored_clips: int = 0) -> dict[str, float]:
+        return grounding_compute(self.state, ignored_clips)
 
 
 # ---------------------------------------------------------------- entry point

@@ -8,10 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from metrics.functional.grounding import evaluate_grounding
-from metrics.phrase_vocabulary import PhraseVocabulary
-from metrics.streaming_evaluation import GroundingAccumulator, batched
-from metrics.text_encoder import ExactMatchEncoder
+from metrics.evaluation import batched
+from metrics.functional.grounding import GroundingAccumulator, evaluate_grounding
+from metrics.text_encoder import ExactMatchEncoder, PhraseVocabulary
 from tests.metrics.grounding_reference_cases import REFERENCE, WordVectorEncoder, cases, encode, settings
 
 WANT = json.loads(REFERENCE.read_text())

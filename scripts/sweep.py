@@ -43,7 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from metrics.threshold_sweep import DEFAULT_THRESHOLDS, plot_threshold_sweep, threshold_sweep, write_curves_csv
+from metrics.protocols.threshold_sweep import (
+    DEFAULT_THRESHOLDS,
+    plot_threshold_sweep,
+    threshold_sweep,
+    write_curves_csv,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 

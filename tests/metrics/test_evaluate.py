@@ -7,8 +7,8 @@ import pytest
 
 from formats.records import RecordError, write_records_json, write_records_pickle, write_records_pickle_folder
 from formats.safe_pickle import CorruptPickleError, safe_load
-from metrics.evaluate import main
-from metrics.evaluation import distinct_share, evaluate_files, filter_by_objectness, format_table
+from metrics.commands.evaluate import main
+from metrics.evaluator.evaluation import distinct_share, evaluate_files, filter_by_objectness, format_table
 from tests.fixtures.metric_records import random_dataset
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)
@@ -197,11 +197,11 @@ def test_out_that_is_an_input_is_refused(files, tmp_path):
 
 
 def test_over_long_caption_fails_that_clip_only(files, tmp_path, monkeypatch):
-    import metrics.captioning as captioning
+    import metrics.functional.captioning as captioning
 
     records, preds, paths, _ = files
     monkeypatch.setattr(captioning, "METEOR_MAX_CHARS", 200)
-    import metrics.evaluation as evaluation
+    import metrics.evaluator.evaluation as evaluation
 
     monkeypatch.setattr(evaluation, "METEOR_MAX_CHARS", 200)
     key = records[1].key
@@ -213,7 +213,7 @@ def test_over_long_caption_fails_that_clip_only(files, tmp_path, monkeypatch):
     assert 0.0 < report["metrics"]["METEOR"] <= 1.0  # the rest is scored
     assert f"left out of METEOR and CAPTURE: 1: {key}" in format_table(report)
     rest = {k: v for k, v in preds.items() if k != key}
-    from metrics.captioning import evaluate_captions
+    from metrics.functional.captioning import evaluate_captions
 
     alone = evaluate_captions({k: [r.caption] for r in records if (k := r.key) != key},
                               {k: v["caption"] for k, v in rest.items()}, metrics=("METEOR",))

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from metrics.evaluation import batched
+from metrics.evaluator.evaluation import batched
 from metrics.functional.grounding import GroundingAccumulator, evaluate_grounding
 from metrics.text_encoder import ExactMatchEncoder, PhraseVocabulary
 from tests.metrics.grounding_reference_cases import REFERENCE, WordVectorEncoder, cases, encode, settings

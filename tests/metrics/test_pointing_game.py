@@ -1,4 +1,4 @@
-"""metrics.pointing against the released pointing-game rule, on hand cases and randomised ones."""
+"""metrics.protocols.pointing against the released pointing-game rule, on hand cases and randomised ones."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,8 @@ import pytest
 
 from formats.pointing_records import pointing_record, read_pointing_records
 from formats.records import RecordError
-from metrics.pointing import PointingInputError, evaluate_files, main, pointing_accuracy
+from metrics.commands.pointing import main
+from metrics.protocols.pointing import PointingInputError, evaluate_files, pointing_accuracy
 
 
 def released_rule(predictions: dict, gt_entries: list, dataset: str, centre_dtype=None) -> tuple[float, int, int]:

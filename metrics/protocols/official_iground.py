@@ -21,7 +21,7 @@ included (each is listed in ``docs/evaluation_protocols.md`` against the project
   Phrases are embedded as the script does: ``bert-base-uncased``'s last hidden state averaged
   over all tokens (give its local folder: :class:`metrics.text_encoder.HFMeanPoolEncoder` with
   ``max_length=512``).
-* captions: pycocoevalcap on the scored clips (:func:`metrics.captioning.evaluate_captions`).
+* captions: pycocoevalcap on the scored clips (:func:`metrics.functional.captioning.evaluate_captions`).
 """
 from __future__ import annotations
 
@@ -226,7 +226,7 @@ def evaluate_official_iground(records: Mapping[str, Any], predictions: Mapping[s
         metrics["recall"] = float(np.mean(_recall_per_video(video_of_image, gt, pred, n_images, n_videos,
                                                             text_encoder, iou_threshold, text_threshold)))
         if caption_metrics:
-            from metrics.captioning import evaluate_captions
+            from metrics.functional.captioning import evaluate_captions
 
             metrics.update(evaluate_captions({r.key: [r.caption] for r in scored},
                                              {r.key: str(predictions[r.key].get("caption", "")) for r in scored},

@@ -1,15 +1,15 @@
 """The offline evaluation of a predictions file against ground-truth records, in memory or from files
-(the command is :mod:`metrics.evaluate`). Two protocols (``docs/evaluation_protocols.md``):
+(the command is :mod:`metrics.commands.evaluate`). Two protocols (``docs/evaluation_protocols.md``):
 
 * ``project`` (default): :mod:`metrics.functional.grounding`; clips missing from the predictions count as
   empty predictions and are listed; predicted clips absent from the GT are listed and ignored.
-* ``official``: the GROVE release's ``eval_iground.py`` (:mod:`metrics.official_iground`), for
+* ``official``: the GROVE release's ``eval_iground.py`` (:mod:`metrics.protocols.official_iground`), for
   comparison with published figures; it needs the local ``bert-base-uncased`` folder.
 
-Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_validation`) unless
+Predicted boxes that cannot be right are rejected (:mod:`metrics.evaluator.prediction_validation`) unless
 ``invalid="skip"`` drops and counts them; a corrupt file in a GT folder is skipped and counted
 (``on_corrupt="raise"`` stops instead). Predicted frames off the annotation grid are refused (or
-mapped under ``off_grid="nearest"``; :func:`metrics.prediction_validation.place_on_grid`).
+mapped under ``off_grid="nearest"``; :func:`metrics.evaluator.prediction_validation.place_on_grid`).
 
 The project protocol's memory does not grow with the number of clips: a predictions file of a
 million clips (HowToGround1M's ``model_preds``) does not fit in memory as Python objects (about 8x
@@ -40,9 +40,7 @@ import numpy as np
 
 from formats.predictions import iter_prediction_file, load_predictions
 from formats.records import RecordError, read_ground_truth
-from metrics.center_frame import centre_frame, centre_records, centre_view
-from metrics.functional.grounding import GroundingAccumulator, frames_from_prediction, frames_from_record
-from metrics.prediction_validation import (
+from metrics.evaluator.prediction_validation import (
     INVALID_POLICIES,
     MAX_EXAMPLES,
     OFF_GRID_POLICIES,
@@ -51,8 +49,10 @@ from metrics.prediction_validation import (
     place_on_grid,
     validate_predictions,
 )
+from metrics.functional.grounding import GroundingAccumulator, frames_from_prediction, frames_from_record
+from metrics.protocols.center_frame import centre_frame, centre_records, centre_view
 
-# "center": the GROVE paper's Center set-up (metrics.center_frame), scored at video level
+# "center": the GROVE paper's Center set-up (metrics.protocols.center_frame), scored at video level
 LEVEL_CHOICES = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame"), "center": ("video",)}
 PROTOCOLS = ("project", "official")
 BATCH_CLIPS = 256  # clips reduced together: keeps the grounding code vectorised, memory flat
@@ -114,14 +114,14 @@ def evaluate_official(records: Mapping[str, Any], preds: Mapping[str, dict], tex
                       caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
                       objectness_threshold: float | None = None, invalid: str = "error",
                       pred_source: str = "<memory>") -> dict[str, Any]:
-    """The official GROVE protocol (:mod:`metrics.official_iground`) on in-memory records and predictions.
+    """The official GROVE protocol (:mod:`metrics.protocols.official_iground`) on in-memory records and predictions.
 
     ``text_encoder``: an encoder instance, or the local ``bert-base-uncased`` folder (loaded with
     the script's 512-token truncation); ``"exact"``/``"minilm"`` are accepted but are not the
     official encoder. ``objectness_threshold`` keeps boxes scored strictly above it, as the
     official inference does.
     """
-    from metrics.official_iground import evaluate_official_iground
+    from metrics.protocols.official_iground import evaluate_official_iground
 
     if text_encoder is None:
         raise ValueError("the official protocol's recall embeds phrases with bert-base-uncased: give its local "
@@ -161,7 +161,7 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
 
     ``invalid``: ``error`` rejects a predicted box that cannot be right (naming clip, frame and
     field), ``skip`` drops it and counts it in the report's ``invalid_predictions``.
-    ``off_grid``: see :func:`metrics.prediction_validation.place_on_grid`.
+    ``off_grid``: see :func:`metrics.evaluator.prediction_validation.place_on_grid`.
     """
     return evaluate_prediction_stream(records, preds.items(), level, score_source, text_encoder, caption_metrics,
                                       capture, objectness_threshold, pred_source, invalid, capture_conventions,
@@ -232,7 +232,7 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
     candidates = {k: captions.get(k, "") for k in keys}
     over_long: list[str] = []
     if caption_metrics:
-        from metrics.captioning import evaluate_captions
+        from metrics.functional.captioning import evaluate_captions
 
         over_long = sorted(over_limit(candidates, METEOR_MAX_CHARS))
         results.update(evaluate_captions({k: [records[k].caption] for k in keys}, candidates,

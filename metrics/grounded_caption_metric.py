@@ -2,7 +2,7 @@
 
 The state is the predictions themselves (:class:`metrics.evaluator.prediction_set.PredictionSetMetric`),
 gathered under DDP and de-duplicated by clip key; ``compute`` runs the same plain functions the
-offline evaluator uses (metrics.grounding, metrics.functional.captioning, metrics.capture), so online and
+offline evaluator uses (metrics.functional.grounding, metrics.functional.captioning, metrics.capture), so online and
 offline numbers cannot drift apart.
 """
 from __future__ import annotations

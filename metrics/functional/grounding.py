@@ -9,7 +9,7 @@ The torchmetrics wrappers and the offline evaluator call these. Everything after
 per-frame arrays is vectorised: frames are processed together in padded blocks, and the only
 Python loops run over matching steps (detection rank, pairing step), over size buckets and over
 chunks. Phrases become ids of the run's :class:`~metrics.text_encoder.PhraseVocabulary`, so
-each distinct phrase is embedded once.
+each distinct phrase is embedded once a run.
 
 Choices (documented because the public evaluator leaves them open or gets them wrong):
 
@@ -34,7 +34,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from metrics.text_encoder import PhraseVocabulary, vocabulary_of
+from metrics.text_encoder import PhraseVocabulary, build_text_encoder, vocabulary_of
 
 SCORE_SOURCES = ("constant", "objectness")
 LEVELS = ("video", "frame")
@@ -568,8 +568,6 @@ def grounding_compute(state: GroundingState, ignored_clips: int = 0) -> dict[str
 def resolve_text_encoder(text_encoder):
     """An encoder instance from an instance, a :func:`~metrics.text_encoder.build_text_encoder` spec or None."""
     if text_encoder is None or isinstance(text_encoder, (str, bytes, os.PathLike)):  # str has .encode too
-        from metrics.text_encoder import build_text_encoder
-
         return build_text_encoder(text_encoder)
     return text_encoder
 

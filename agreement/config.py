@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from agreement.benchmarks import detailcaps, fg_eval, foil, human_rated
 from agreement.benchmarks.items import Benchmark
 from agreement.scorers.base import CaptionScorer, MissingWeights
-from metrics.embedding_scores import CLIP_SCORE_W, PACS_W
+from metrics.functional.embedding_scores import CLIP_SCORE_W, PACS_W
 
 READERS = {
     "vatex_eval": human_rated.read_vatex_eval,

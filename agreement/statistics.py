@@ -11,7 +11,7 @@ human (or generated) ratings.
   a miss (``foil_accuracy``); ``foil_accuracy_half_ties`` counts a tie as half, the expected
   accuracy of breaking it at random (the convention of this project's judge commands).
 
-The correlations themselves are :mod:`metrics.correlation`. Ties are handled as scipy.stats does.
+The correlations themselves are :mod:`metrics.functional.correlation`. Ties are handled as scipy.stats does.
 Every function returns NaN where the statistic is undefined (fewer than two values, a constant input).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from metrics.correlation import kendall_tau_b, kendall_tau_c, pearson_r, spearman_rho
+from metrics.functional.correlation import kendall_tau_b, kendall_tau_c, pearson_r, spearman_rho
 
 __all__ = ["kendall_tau_b", "kendall_tau_c", "spearman_rho", "pearson_r", "one_minus_r2", "per_sample_tau",
            "foil_accuracy", "per_annotator_mean", "STATISTICS"]

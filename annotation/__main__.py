@@ -38,7 +38,7 @@ def _run(args) -> dict:
 
 def _score(args) -> dict:
     from annotation.scoring import score_output
-    from metrics.evaluation import format_table
+    from metrics.evaluator.evaluation import format_table
 
     report = score_output(args.pred, args.truth, args.clips, args.text_encoder,
                           tuple(m for m in args.caption_metrics.split(",") if m), not args.no_capture)

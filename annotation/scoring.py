@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from formats.records import read_records, records_by_key
-from metrics.evaluation import evaluate_predictions
+from metrics.evaluator.evaluation import evaluate_predictions
 
 
 def prediction_of(record) -> dict:

@@ -59,7 +59,7 @@ def bench_capture(pairs: int) -> None:
 
 
 def bench_coco(captions: int) -> None:
-    from metrics.captioning import evaluate_captions
+    from metrics.functional.captioning import evaluate_captions
 
     rng = random.Random(1)
     gts = {i: [synthetic_caption(rng, 1) for _ in range(3)] for i in range(captions)}

@@ -62,7 +62,7 @@ def _measure(gt: str, pred: str, stage: str) -> None:
 
     if Path("formats/records.py").is_file():
         from formats.records import read_ground_truth
-        from metrics.evaluation import evaluate_files
+        from metrics.evaluator.evaluation import evaluate_files
     else:  # a checkout from before the formats/ package
         from metrics.evaluate import evaluate_files, read_ground_truth
 

@@ -4,7 +4,7 @@ The LightningModule returns predictions (in the predictions-file format) from it
 this callback feeds them to a :class:`metrics.grounded_caption_metric.GroundedCaptionMetrics` (references taken from the
 DataModule's records by clip key), logs AP50 / mIoU / recall at video and frame level, METEOR,
 CIDEr, BLEU-4, ROUGE-L and CAPTURE, and writes a JSON report per evaluation into the run folder.
-``invalid`` chooses what a predicted box that cannot be right does (:mod:`metrics.prediction_validation`):
+``invalid`` chooses what a predicted box that cannot be right does (:mod:`metrics.evaluator.prediction_validation`):
 ``error`` (default) stops naming the clip, frame and field; ``skip`` drops it and logs the number
 skipped as ``{stage}/invalid_boxes_skipped``.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from callbacks.task_evaluation import TaskEvaluation
+from metrics.evaluator.prediction_validation import INVALID_POLICIES
 from metrics.grounded_caption_metric import GroundedCaptionMetrics
-from metrics.prediction_validation import INVALID_POLICIES
 
 
 class GroundedEvaluation(TaskEvaluation):

@@ -3,7 +3,7 @@
 They feed the predictions the LightningModule returns
 from its validation/test steps to a torchmetrics ``Metric`` whose references are the DataModule's
 records, log ``{stage}/{task}/{metric}`` and write a JSON report per evaluation into the run folder.
-The metric maths lives in :mod:`metrics.vidstg` and :mod:`metrics.anet_entities`, which the
+The metric maths lives in :mod:`metrics.protocols.vidstg` and :mod:`metrics.protocols.anet_entities`, which the
 offline evaluators share.
 """
 from __future__ import annotations
@@ -102,7 +102,7 @@ class VidSTGEvaluation(TaskEvaluation):
     task = "vidstg"
 
     def __init__(self, thresholds: tuple[float, ...] = (0.3, 0.5), grid: str = "tubedetr", write_report: bool = True):
-        from metrics.vidstg import GRIDS
+        from metrics.protocols.vidstg import GRIDS
 
         if grid not in GRIDS:
             raise ValueError(f"VidSTGEvaluation: grid must be one of {GRIDS}, got {grid!r}")
@@ -119,7 +119,7 @@ class VidSTGEvaluation(TaskEvaluation):
         super()._start(trainer, pl_module, stage)
 
     def make_metric(self, pl_module):
-        from metrics.vidstg import VidSTGMetric
+        from metrics.protocols.vidstg import VidSTGMetric
 
         return VidSTGMetric(self.thresholds, grid=self.grid)
 
@@ -137,7 +137,7 @@ class ANetEntitiesEvaluation(TaskEvaluation):
         self.iou_threshold = iou_threshold
 
     def make_metric(self, pl_module):
-        from metrics.anet_entities import ANetEntitiesMetric, spacy_lemmatizer
+        from metrics.protocols.anet_entities import ANetEntitiesMetric, spacy_lemmatizer
 
         teacher_forced = bool(getattr(pl_module, "hparams", {}).get("teacher_forced", False))
         return ANetEntitiesMetric(mode="GT" if teacher_forced else "gen",

@@ -20,7 +20,7 @@ VERBS: dict[str, tuple[str, str, str]] = {
     "validate": ("command_line.grove_cli", "cli_main", "validate a checkpoint (python cli.py validate)"),
     "test": ("command_line.grove_cli", "cli_main", "test a checkpoint (python cli.py test)"),
     "predict": ("command_line.grove_cli", "cli_main", "caption and ground videos (python cli.py predict)"),
-    "evaluate": ("metrics.evaluate", "main", "score a predictions file against ground truth"),
+    "evaluate": ("metrics.commands.evaluate", "main", "score a predictions file against ground truth"),
     "annotate": ("annotation.__main__", "main", "the automatic annotation pipeline (python -m annotation)"),
     "judge": ("judge.commands", "main", "the caption judge (python -m judge)"),
     "agreement": ("agreement.__main__", "main", "metric-human agreement tables (python -m agreement)"),

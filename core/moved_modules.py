@@ -24,7 +24,23 @@ __all__ = ["MOVED", "install", "new_name"]
 
 # old dotted module name -> new dotted module name. Add a line when a module moves; remove it a
 # release later. Keep it sorted by old name.
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    "metrics.anet_entities": "metrics.protocols.anet_entities",
+    "metrics.captioning": "metrics.functional.captioning",
+    "metrics.center_frame": "metrics.protocols.center_frame",
+    "metrics.correlation": "metrics.functional.correlation",
+    "metrics.embedding_scores": "metrics.functional.embedding_scores",
+    "metrics.evaluation": "metrics.evaluator.evaluation",
+    "metrics.grounding": "metrics.functional.grounding",
+    "metrics.official_iground": "metrics.protocols.official_iground",
+    "metrics.pointing": "metrics.protocols.pointing",
+    "metrics.prediction_set": "metrics.evaluator.prediction_set",
+    "metrics.prediction_validation": "metrics.evaluator.prediction_validation",
+    "metrics.streaming_evaluation": "metrics.evaluator.evaluation",
+    "metrics.threshold_sweep": "metrics.protocols.threshold_sweep",
+    "metrics.vidstg": "metrics.protocols.vidstg",
+    "metrics.vidstg_annotations": "metrics.protocols.vidstg_annotations",
+}
 
 
 def new_name(old: str) -> str | None:

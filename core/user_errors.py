@@ -30,8 +30,8 @@ INPUT_ERROR_NAMES = frozenset({
     "formats.safe_pickle.UnsafePickleError",
     "formats.video.VideoDecodeError",
     "judge.readers.JudgeDataError",
-    "metrics.grounding.GroundingInputError",
-    "metrics.pointing.PointingInputError",
+    "metrics.functional.grounding.GroundingInputError",
+    "metrics.protocols.pointing.PointingInputError",
     "webdemo.upload.UploadError",
 })
 

@@ -23,7 +23,7 @@ frames when it decodes (time ``start + (i + 0.5) (end - start) / 10``).
 
 The caption is the sentence's tokens joined by spaces; each annotated object word (at its
 ``process_idx``) is tagged as a one-word phrase, so the model learns to ground object words, and a
-predicted word's class is its lemma (:mod:`metrics.anet_entities`). A word repeated in the
+predicted word's class is its lemma (:mod:`metrics.protocols.anet_entities`). A word repeated in the
 sentence is one phrase (the record's phrases are unique): its boxes are that phrase's boxes.
 Only annotated segments (some ``frame_ind``) with ``end > start`` are read: training needs boxes,
 and the official per-sentence averages count only the segments a submission predicts.

@@ -4,7 +4,7 @@ A sample holds the segment's frames at 5 fps (:func:`formats.pointing_records.sa
 preprocessed for both encoders, and the answer the released inference teacher-forces: the caption
 as one grounded phrase, ``<p> caption </p> [DET]``. The model grounds it on every sampled frame and
 keeps, per target second, the box of the nearest sampled frame
-(:func:`lightning_modules.pointing.pointing_predictions`); ``metrics.pointing`` scores the result.
+(:func:`lightning_modules.pointing.pointing_predictions`); ``metrics.protocols.pointing`` scores the result.
 
 Frames are read by timestamp: the frame shown at or after each sampled time
 (:func:`formats.pointing_records.frame_at_seconds`, from the video's own frame rate).

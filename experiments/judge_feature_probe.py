@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from judge.targets import substituted_spans
-from metrics.correlation import kendall_tau_b
+from metrics.functional.correlation import kendall_tau_b
 
 KINDS = ("unchanged", "object", "action")
 

@@ -1,7 +1,7 @@
 """The predictions file: clip key -> ``{"caption", "tagged_caption", "phrases", "frames": [{"frame",
 "boxes", "labels", "scores"}]}``, one JSON object per evaluation, as ``predict``/``test`` write it
 and the evaluator, the threshold sweep and the judge read it. The field checks live in
-:mod:`metrics.prediction_validation`; here the file is written atomically and read with every key
+:mod:`metrics.evaluator.prediction_validation`; here the file is written atomically and read with every key
 unique, whole (:func:`load_predictions`) or one clip at a time (:func:`iter_prediction_file`, whose
 memory does not grow with the number of clips).
 """

@@ -9,7 +9,7 @@ caption. Two ways to turn it into a grounded video caption, both scored by ``met
   every annotated frame is grounded with that caption (teacher-forced, GLaMM's [SEG] masks for
   those phrases), so each phrase gets a box wherever GLaMM's mask for it is not empty.
 * ``center``: the paper's "Center" set-up (Table 2 row a): GLaMM's own grounded caption of the
-  centre annotated frame (:mod:`metrics.center_frame`), and that frame only; one GLaMM call per
+  centre annotated frame (:mod:`metrics.protocols.center_frame`), and that frame only; one GLaMM call per
   clip. Score it with ``metrics.evaluate --level center``.
 
 With ``teacher_forced``, the ground-truth caption replaces GLaMM's own on every frame (grounding a
@@ -27,7 +27,7 @@ import numpy as np
 
 from formats.video import VideoDecodeError, open_video
 from glamm.model import GLaMM, frame_boxes, ground_in_batches
-from metrics.center_frame import centre_position
+from metrics.protocols.center_frame import centre_position
 
 LEVELS = ("frame", "video", "center")
 

@@ -6,7 +6,7 @@ synthetic corruptions). Both statistics handle ties as scipy.stats does (tau-b; 
 Unparsable judge answers carry no score; :class:`JudgeCorrelation` counts them and correlates
 the rest, never inventing a score for them.
 
-The statistics themselves are :mod:`metrics.correlation`.
+The statistics themselves are :mod:`metrics.functional.correlation`.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torchmetrics import Metric
 
-from metrics.correlation import kendall_tau_b, spearman_rho
+from metrics.functional.correlation import kendall_tau_b, spearman_rho
 
 
 def mean_human_score(ratings) -> np.ndarray:

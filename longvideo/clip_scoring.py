@@ -1,6 +1,6 @@
 """The project's per-clip metrics of a long-video predict run on a long synthetic video: its
 ``predictions_predict.json`` against the clip records of the video's ground truth
-(:mod:`longvideo.clip_records`), by the offline evaluator (:mod:`metrics.evaluation`, project
+(:mod:`longvideo.clip_records`), by the offline evaluator (:mod:`metrics.evaluator.evaluation`, project
 protocol). The identity measures (:mod:`longvideo.scoring`) say whether entities keep their ids
 across clips; these say how well each clip is captioned and grounded.
 
@@ -18,7 +18,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from formats.predictions import iter_prediction_file
 from formats.records import GroundedRecord
 from longvideo.clip_records import records_from_truth
-from metrics.evaluation import evaluate_prediction_stream
+from metrics.evaluator.evaluation import evaluate_prediction_stream
 
 CAPTION_METRICS = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
 
@@ -47,7 +47,7 @@ def score_run_clips(truth: Mapping[str, Any], timeline: Mapping[str, Any], predi
                     clip_seconds: float = 8.0, text_encoder: Any = "minilm",
                     caption_metrics: Sequence[str] = CAPTION_METRICS, capture: bool = True,
                     timeline_source: str = "<timeline>") -> dict[str, Any]:
-    """The evaluator's report (:func:`metrics.evaluation.evaluate_prediction_stream`) of one video
+    """The evaluator's report (:func:`metrics.evaluator.evaluation.evaluate_prediction_stream`) of one video
     of a run: ``timeline`` is its entry in ``timeline.json``, ``predictions`` the run's file."""
     records = {r.key: r for r in records_from_truth(truth, clip_seconds, video_id=str(timeline["video_id"]))}
     check_segments(timeline, records, timeline_source)

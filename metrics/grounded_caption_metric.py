@@ -1,8 +1,8 @@
 """torchmetrics wrapper: grounded-caption predictions in, AP50/mIoU/recall/METEOR/CIDEr/CAPTURE out.
 
-The state is the predictions themselves (:class:`metrics.prediction_set.PredictionSetMetric`),
+The state is the predictions themselves (:class:`metrics.evaluator.prediction_set.PredictionSetMetric`),
 gathered under DDP and de-duplicated by clip key; ``compute`` runs the same plain functions the
-offline evaluator uses (metrics.grounding, metrics.captioning, metrics.capture), so online and
+offline evaluator uses (metrics.functional.grounding, metrics.functional.captioning, metrics.capture), so online and
 offline numbers cannot drift apart.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
-from metrics.prediction_set import PredictionSetMetric
+from metrics.evaluator.prediction_set import PredictionSetMetric
 
 
 class GroundedCaptionMetrics(PredictionSetMetric):
@@ -25,7 +25,7 @@ class GroundedCaptionMetrics(PredictionSetMetric):
         text_encoder: recall's phrase encoder (instance or build_text_encoder spec; None = MiniLM).
         caption_metrics: COCO caption metrics to compute (empty to skip; needs Java).
         capture: also compute CAPTURE (offline spaCy parser).
-        invalid: predicted boxes that cannot be right (:mod:`metrics.prediction_validation`):
+        invalid: predicted boxes that cannot be right (:mod:`metrics.evaluator.prediction_validation`):
             ``error`` (default) stops with the clip, frame and field; ``skip`` drops them and
             reports their number as ``invalid_boxes_skipped``.
     """
@@ -35,7 +35,7 @@ class GroundedCaptionMetrics(PredictionSetMetric):
                  caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
                  capture: bool = True, invalid: str = "error", **kwargs):
         super().__init__(**kwargs)
-        from metrics.prediction_validation import INVALID_POLICIES
+        from metrics.evaluator.prediction_validation import INVALID_POLICIES
 
         if invalid not in INVALID_POLICIES:
             raise ValueError(f"invalid must be one of {INVALID_POLICIES}, got {invalid!r}")
@@ -59,7 +59,7 @@ class GroundedCaptionMetrics(PredictionSetMetric):
         preds = self.checked_predictions(self.references, unit="clip")
         if not preds:
             return {}
-        from metrics.evaluation import evaluate_predictions
+        from metrics.evaluator.evaluation import evaluate_predictions
 
         report = evaluate_predictions({k: self.references[k] for k in preds}, preds, level=self.level,
                                       score_source=self.score_source, text_encoder=self.encoder(),

@@ -5,6 +5,12 @@ The public code embeds phrases with ``bert-base-uncased`` (mean of the last hidd
 is reachable here, so the encoder is pluggable: any local Hugging Face encoder folder
 (:class:`HFMeanPoolEncoder`), the packaged all-MiniLM-L6-v2 as the offline default
 (:class:`MiniLMEncoder`), or a model-free exact-match encoder (:class:`ExactMatchEncoder`).
+
+:class:`PhraseVocabulary`: the same few thousand phrases recur across clips, batches and
+evaluations, so each distinct phrase of a run is embedded once and looked up by id. One vocabulary
+lives per encoder for the encoder's life (:func:`vocabulary_of`) and is emptied when it holds more
+than ``max_phrases`` phrases, so memory stays bounded on a million-clip set; phrase ids are only
+meaningful between two clears (callers turn labels into ids and look embeddings up within one update).
 """
 from __future__ import annotations
 
@@ -14,8 +20,9 @@ from core.json_file import read_json
 import functools
 import os
 import re
+import weakref
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import torch
@@ -117,23 +124,25 @@ def default_text_encoder() -> MiniLMEncoder:
 class ExactMatchEncoder:
     """Model-free encoder: phrases equal after normalisation get cosine 1, others 0.
 
-    Embeddings are one-hot over the distinct normalised phrases of ONE call, so they are only
-    comparable within a call (:func:`encode_unique` encodes all phrases of an evaluation at once).
-    Use it as a strict label check or to test the text threshold deterministically.
+    Embeddings are one-hot over the distinct normalised phrases this encoder has seen; a phrase
+    keeps its column for the encoder's life, so embeddings of different calls compare (the width
+    grows with the number of distinct phrases). Use it as a strict label check or to test the
+    text threshold deterministically.
     """
 
     def __init__(self, casefold: bool = True) -> None:
         self.casefold = casefold
+        self.columns: dict[str, int] = {}
 
     def normalise(self, text: str) -> str:
         text = re.sub(r"\s+", " ", str(text)).strip()
         return text.casefold() if self.casefold else text
 
     def encode(self, texts: list[str]) -> torch.Tensor:
-        keys = [self.normalise(t) for t in texts]
-        _, column = np.unique(np.asarray(keys, dtype=str), return_inverse=True)
-        out = torch.zeros((len(keys), max(1, int(column.max(initial=-1)) + 1)), dtype=torch.float32)
-        out[torch.arange(len(keys)), torch.as_tensor(column, dtype=torch.long)] = 1.0
+        columns = self.columns
+        column = [columns.setdefault(self.normalise(t), len(columns)) for t in texts]
+        out = torch.zeros((len(texts), max(1, len(columns))), dtype=torch.float32)
+        out[torch.arange(len(texts)), torch.as_tensor(column, dtype=torch.long)] = 1.0
         return out
 
 
@@ -163,3 +172,88 @@ def encode_unique(encoder: TextEncoder, phrases: Sequence[str]) -> tuple[list[st
     # Cosine similarity is the dot product only for unit vectors; guard against an encoder that forgets.
     emb = F.normalize(emb.detach().float().cpu(), dim=-1)
     return unique, emb, index.astype(np.int64).reshape(-1)
+
+
+# ---------------------------------------------------------------- the phrases of a run
+
+MAX_PHRASES = 65536  # about 100 MB of float32 embeddings at MiniLM's 384 dimensions
+
+_VOCABULARIES: "weakref.WeakKeyDictionary[object, PhraseVocabulary]" = weakref.WeakKeyDictionary()
+
+
+class PhraseVocabulary:
+    """Phrase -> id, and the unit-norm float32 embedding of every id encoded so far."""
+
+    def __init__(self, max_phrases: int = MAX_PHRASES) -> None:
+        self.max_phrases = int(max_phrases)
+        self.clear()
+
+    def clear(self) -> None:
+        self.index: dict[str, int] = {}
+        self.phrases: list[str] = []
+        self.embeddings = np.zeros((0, 1), dtype=np.float32)
+        self.encoded = np.zeros(0, dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self.phrases)
+
+    def make_room(self) -> None:
+        """Empty the vocabulary when it is over its size bound (call between updates, never inside one)."""
+        if len(self.phrases) > self.max_phrases:
+            self.clear()
+
+    def ids(self, phrases: Iterable[str], count: int = -1) -> np.ndarray:
+        """The id of each phrase (``int64``); new phrases are added."""
+        phrases = list(phrases)
+        index = self.index
+        new = list(set(phrases).difference(index))
+        if new:
+            index.update(zip(new, range(len(self.phrases), len(self.phrases) + len(new))))
+            self.phrases.extend(new)
+        return np.fromiter(map(index.__getitem__, phrases), dtype=np.int64, count=len(phrases))
+
+    def embed(self, encoder, ids: np.ndarray) -> np.ndarray:
+        """Embeddings ``(len(vocabulary), D)`` with at least ``ids`` encoded.
+
+        The phrases still missing are encoded in one call, in sorted order (a fresh vocabulary
+        hands the encoder exactly the list :func:`metrics.text_encoder.encode_unique` would).
+        """
+        if len(self.encoded) < len(self.phrases):
+            self.encoded = np.concatenate([self.encoded, np.zeros(len(self.phrases) - len(self.encoded), bool)])
+        ids = np.unique(ids)
+        missing = ids[~self.encoded[ids]]
+        if len(missing):
+            texts = [self.phrases[i] for i in missing]
+            order = np.argsort(np.asarray(texts, dtype=str), kind="stable")
+            texts, missing = [texts[i] for i in order], missing[order]
+            emb = encoder.encode(texts)
+            if not isinstance(emb, torch.Tensor) or emb.ndim != 2 or emb.shape[0] != len(texts):
+                raise ValueError(f"text encoder {type(encoder).__name__}.encode returned "
+                                 f"{getattr(emb, 'shape', type(emb))} for {len(texts)} phrases; "
+                                 "expected a (N, D) tensor")
+            # Cosine similarity is the dot product only for unit vectors; guard against an encoder that forgets.
+            emb = F.normalize(emb.detach().float().cpu(), dim=-1).numpy()
+            self._store(missing, emb)
+            self.encoded[missing] = True
+        if len(self.embeddings) < len(self.phrases):
+            self._store(np.zeros(0, np.int64), np.zeros((0, self.embeddings.shape[1]), np.float32))
+        return self.embeddings
+
+    def _store(self, rows: np.ndarray, emb: np.ndarray) -> None:
+        width = max(self.embeddings.shape[1], emb.shape[1])  # an exact-match encoder grows its width
+        table = np.zeros((max(len(self.phrases), 1), width), dtype=np.float32)
+        table[:len(self.embeddings), :self.embeddings.shape[1]] = self.embeddings[:len(table)]
+        table[rows, :emb.shape[1]] = emb
+        self.embeddings = table
+
+
+def vocabulary_of(encoder) -> PhraseVocabulary:
+    """The run's vocabulary of ``encoder`` (a fresh one for an encoder that cannot be weakly referenced)."""
+    try:
+        vocabulary = _VOCABULARIES.get(encoder)
+        if vocabulary is None:
+            vocabulary = _VOCABULARIES[encoder] = PhraseVocabulary()
+    except TypeError:
+        return PhraseVocabulary()
+    vocabulary.make_room()
+    return vocabulary

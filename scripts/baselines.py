@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from formats.records import read_records
-from metrics.evaluation import evaluate_predictions, format_table
+from metrics.evaluator.evaluation import evaluate_predictions, format_table
 
 
 def normalised_boxes(record):
@@ -46,7 +46,7 @@ def mean_boxes(records) -> tuple[dict[str, np.ndarray], np.ndarray]:
 
 
 def consensus_caption(records, sample: int = 300, seed: int = 0) -> str:
-    from metrics.captioning import evaluate_captions
+    from metrics.functional.captioning import evaluate_captions
 
     rng = np.random.default_rng(seed)
     pool = [records[i] for i in rng.choice(len(records), size=min(sample, len(records)), replace=False)]

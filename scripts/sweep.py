@@ -33,7 +33,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from metrics.threshold_sweep import DEFAULT_THRESHOLDS
+from metrics.protocols.threshold_sweep import DEFAULT_THRESHOLDS
 from sweeps.points import PRESETS, SweepPoint, expand_grid, parse_points
 from sweeps.runner import run_sweep
 from sweeps.tables import DEFAULT_COLUMNS

@@ -12,7 +12,7 @@ from callbacks.init_from_checkpoint import InitFromCheckpoint
 from callbacks.task_evaluation import VidSTGEvaluation
 from cli import cli_main
 from datamodules.howtoground import LazyRecords
-from metrics.vidstg import main as evaluate_vidstg_file
+from metrics.commands.vidstg import main as evaluate_vidstg_file
 from tests.fixtures.paths import ROOT
 from tests.fixtures.public_datasets import write_anet_public, write_howtoground_public, write_vidstg_public
 

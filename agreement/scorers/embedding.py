@@ -1,5 +1,5 @@
 """CLIPScore / RefCLIPScore / PAC-S / RefPAC-S, EMScore and ViCLIPScore on CLIP-style towers
-(formulas in :mod:`metrics.embedding_scores`).
+(formulas in :mod:`metrics.functional.embedding_scores`).
 
 A clip's visual embedding for CLIPScore and PAC-S is EMScore's: the normalised mean of its unit
 frame embeddings (an image is a one-frame clip, so this is the image embedding). CLIPScore and
@@ -16,7 +16,7 @@ import torch
 from agreement.benchmarks.items import CaptionItem
 from agreement.media import FrameLoader
 from agreement.scorers.base import CaptionScorer, progress_bar, require_references
-from metrics.embedding_scores import (
+from metrics.functional.embedding_scores import (
     CLIP_SCORE_W,
     clip_score,
     emscore_combined,

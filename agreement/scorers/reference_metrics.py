@@ -1,5 +1,5 @@
 """Reference-based text metrics as agreement scorers, reusing the project's implementations:
-BLEU / METEOR / ROUGE-L / CIDEr (:func:`metrics.captioning.evaluate_captions`, the COCO evaluator's
+BLEU / METEOR / ROUGE-L / CIDEr (:func:`metrics.functional.captioning.evaluate_captions`, the COCO evaluator's
 scorers) and CAPTURE (:class:`metrics.capture.CaptureScorer`). Each item is scored against its own
 references; CIDEr's document frequencies come from the benchmark's references, as in the COCO
 evaluator."""
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from agreement.scorers.base import CaptionScorer, require_references
-from metrics.captioning import evaluate_captions, resolve_metric_names
+from metrics.functional.captioning import evaluate_captions, resolve_metric_names
 
 
 class CaptionMetricScorer(CaptionScorer):

@@ -7,7 +7,7 @@ import pytest
 
 from callbacks.grounded_evaluation import GroundedEvaluation
 from formats.records import GroundedRecord
-from metrics.prediction_validation import InvalidPredictionError
+from metrics.evaluator.prediction_validation import InvalidPredictionError
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False, write_report=False)
 

@@ -11,13 +11,13 @@ from datamodules.anet_entities import (
     read_anet_entities,
     sampled_frame_times,
 )
-from metrics.anet_entities import (
+from metrics.commands.anet_entities import main
+from metrics.protocols.anet_entities import (
     ANetEntitiesMetric,
     anet_overlap,
     evaluate_anet_entities,
     evaluate_gt_grounding,
     load_reference,
-    main,
     reference_from_records,
     spacy_lemmatizer,
     submission_from_predictions,

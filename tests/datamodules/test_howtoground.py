@@ -17,7 +17,7 @@ from datamodules.howtoground import (
     record_from_file,
 )
 from formats.records import RecordError, read_records
-from metrics.evaluation import evaluate_files
+from metrics.evaluator.evaluation import evaluate_files
 from tests.fixtures.public_datasets import (
     MISSING_VIDEO_KEY,
     TRICKY_PHRASE,

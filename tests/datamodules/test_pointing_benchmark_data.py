@@ -161,7 +161,7 @@ def test_pointing_predictions_pick_the_nearest_frame(synthetic_youcook):
 @pytest.mark.slow
 def test_predict_and_score_through_the_cli(synthetic_youcook, tmp_path):
     from cli import cli_main
-    from metrics.pointing import evaluate_files
+    from metrics.protocols.pointing import evaluate_files
 
     cli_main(["predict", "--config", str(TINY[0]),
               "--config", str(ROOT / "configs" / "overlays" / "youcook_interactions.yaml"),

@@ -21,7 +21,7 @@ from formats.hub_jsonl import (
     write_jsonl_records,
 )
 from formats.records import RecordError, read_records
-from metrics.evaluation import evaluate_files
+from metrics.evaluator.evaluation import evaluate_files
 from tests.fixtures.public_datasets import howtoground_records, write_howtoground_public
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)

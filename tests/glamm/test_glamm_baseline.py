@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from formats.records import read_records
-from metrics.evaluate import main as evaluate_main
+from metrics.commands.evaluate import main as evaluate_main
 from tests.fixtures.official_glamm_state import save_loud_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ def test_center_baseline_is_glamm_on_the_centre_frame_alone(data, tmp_path):
     from formats.video import open_video
     from glamm.baseline import predict_records
     from glamm.model import GLaMM, frame_boxes
-    from metrics.center_frame import centre_frame
+    from metrics.protocols.center_frame import centre_frame
 
     out = tmp_path / "center.json"
     assert _script("baseline", "--folder", str(data["glamm"]), "--config", str(TINY), "--gt", str(data["gt"]),

@@ -7,7 +7,7 @@ import scipy.stats
 import torch
 
 from judge.correlation import JudgeCorrelation, mean_human_score
-from metrics.correlation import average_ranks, kendall_tau_b, spearman_rho
+from metrics.functional.correlation import average_ranks, kendall_tau_b, spearman_rho
 
 pytestmark = pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
 
@@ -37,7 +37,7 @@ def test_correlations_match_scipy_on_random_data(kind):
 def test_kendall_pairwise_path_matches_scipy(monkeypatch):
     # with many distinct values the joint count table is too large and pairs are compared in
     # blocks; force that path (and blocks smaller than n) on data with and without ties
-    import metrics.correlation as corr
+    import metrics.functional.correlation as corr
 
     monkeypatch.setattr(corr, "_TABLE_LIMIT", 0)
     monkeypatch.setattr(corr, "_BLOCK", 64)

@@ -8,8 +8,8 @@ from unittest import mock
 
 import pytest
 
-from metrics import captioning
-from metrics.captioning import SpiceUnavailableError, evaluate_captions, open_meteor
+from metrics.functional import captioning
+from metrics.functional.captioning import SpiceUnavailableError, evaluate_captions, open_meteor
 
 VOCAB = ("a an the man woman dog cat ball grass park street car red blue small big runs sits holds "
          "rides plays on in with near next to of and two young old wooden table chair horse").split()

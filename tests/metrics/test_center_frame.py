@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from formats.records import GroundedRecord, write_records_json
-from metrics.center_frame import centre_frame, centre_position, centre_prediction, centre_record
-from metrics.evaluate import main
-from metrics.evaluation import evaluate_files, evaluate_predictions
+from metrics.commands.evaluate import main
+from metrics.evaluator.evaluation import evaluate_files, evaluate_predictions
+from metrics.protocols.center_frame import centre_frame, centre_position, centre_prediction, centre_record
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)
 
@@ -95,7 +95,7 @@ def test_center_keeps_the_captions_and_runs_from_the_command_line(tmp_path):
     whole = evaluate_files(gt, pred, level="video", text_encoder="exact", caption_metrics=metrics, capture=False)
     for name in metrics:
         assert center["metrics"][name] == whole["metrics"][name]  # the caption is scored as it is
-    from metrics.evaluation import format_table
+    from metrics.evaluator.evaluation import format_table
 
     assert "set-up: Center" in format_table(center) and "set-up" not in format_table(whole)
     out = tmp_path / "center.json"
@@ -108,8 +108,8 @@ def test_official_protocol_on_the_centre_frame():
     """The official protocol on the cut clips: pycocotools AP per clip, a clip without GT adding -1."""
     records, preds = hand_case()
     gt = {r.key: r for r in records}
-    from metrics.center_frame import centre_view
-    from metrics.evaluation import evaluate_official
+    from metrics.evaluator.evaluation import evaluate_official
+    from metrics.protocols.center_frame import centre_view
 
     cut_gt, cut_preds = centre_view(gt, preds)
     report = evaluate_official(cut_gt, cut_preds, "exact", caption_metrics=())

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from metrics import embedding_scores as es
+from metrics.functional import embedding_scores as es
 
 
 def test_clip_score_is_w_times_clipped_cosine():

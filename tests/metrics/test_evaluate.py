@@ -7,8 +7,8 @@ import pytest
 
 from formats.records import RecordError, write_records_json, write_records_pickle, write_records_pickle_folder
 from formats.safe_pickle import CorruptPickleError, safe_load
-from metrics.evaluate import main
-from metrics.evaluation import distinct_share, evaluate_files, filter_by_objectness, format_table
+from metrics.commands.evaluate import main
+from metrics.evaluator.evaluation import distinct_share, evaluate_files, filter_by_objectness, format_table
 from tests.fixtures.metric_records import random_dataset
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)
@@ -197,11 +197,11 @@ def test_out_that_is_an_input_is_refused(files, tmp_path):
 
 
 def test_over_long_caption_fails_that_clip_only(files, tmp_path, monkeypatch):
-    import metrics.captioning as captioning
+    import metrics.functional.captioning as captioning
 
     records, preds, paths, _ = files
     monkeypatch.setattr(captioning, "METEOR_MAX_CHARS", 200)
-    import metrics.evaluation as evaluation
+    import metrics.evaluator.evaluation as evaluation
 
     monkeypatch.setattr(evaluation, "METEOR_MAX_CHARS", 200)
     key = records[1].key
@@ -213,8 +213,37 @@ def test_over_long_caption_fails_that_clip_only(files, tmp_path, monkeypatch):
     assert 0.0 < report["metrics"]["METEOR"] <= 1.0  # the rest is scored
     assert f"left out of METEOR and CAPTURE: 1: {key}" in format_table(report)
     rest = {k: v for k, v in preds.items() if k != key}
-    from metrics.captioning import evaluate_captions
+    from metrics.functional.captioning import evaluate_captions
 
     alone = evaluate_captions({k: [r.caption] for r in records if (k := r.key) != key},
                               {k: v["caption"] for k, v in rest.items()}, metrics=("METEOR",))
     assert report["metrics"]["METEOR"] == pytest.approx(alone["METEOR"])
+
+
+@pytest.mark.parametrize("layout", ["empty.jsonl", "empty.json", "empty.pkl"])
+def test_empty_ground_truth_is_an_error_naming_the_file(tmp_path, capsys, layout):
+    gt = tmp_path / layout
+    if layout.endswith(".pkl"):
+        import pickle
+
+        gt.write_bytes(pickle.dumps([]))
+    else:
+        gt.write_text("" if layout.endswith(".jsonl") else json.dumps({"records": []}))
+    pred = tmp_path / "pred.json"
+    pred.write_text("{}")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--gt", str(gt), "--pred", str(pred), "--text-encoder", "exact", "--caption-metrics", "",
+              "--no-capture"])
+    message = str(exit_.value.code)
+    assert message.startswith(f"error: {gt}: the ground truth holds no clip") and "\n" not in message
+
+
+def test_ground_truth_that_is_not_utf8_names_the_line(files, tmp_path):
+    lines = [json.dumps({"caption": "stir"}), json.dumps({"caption": "caf\u00e9"}).replace("\\u00e9", "\u00e9")]
+    gt = tmp_path / "gt.jsonl"
+    gt.write_bytes(lines[0].encode() + b"\n" + lines[1].encode("latin-1") + b"\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--gt", str(gt), "--pred", str(files[3]), "--text-encoder", "exact", "--caption-metrics", "",
+              "--no-capture"])
+    assert str(exit_.value.code) == (f"error: {gt}, line 2: not UTF-8 text (byte 0xe9 at column 17); "
+                                     "save the file as UTF-8")

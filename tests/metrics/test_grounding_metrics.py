@@ -12,7 +12,7 @@ import torch
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from metrics.grounding import (
+from metrics.functional.grounding import (
     FrameBoxes,
     GroundingInputError,
     evaluate_grounding,

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from formats.records import GroundedRecord, write_records_json
-from metrics.evaluate import main
-from metrics.evaluation import evaluate_official
-from metrics.official_iground import evaluate_official_iground
+from metrics.commands.evaluate import main
+from metrics.evaluator.evaluation import evaluate_official
+from metrics.protocols.official_iground import evaluate_official_iground
 from metrics.text_encoder import HFMeanPoolEncoder
 
 PHRASES = ["a man", "a knife", "the board", "a red cup", "an onion"]

@@ -1,4 +1,4 @@
-"""metrics.pointing against the released pointing-game rule, on hand cases and randomised ones."""
+"""metrics.protocols.pointing against the released pointing-game rule, on hand cases and randomised ones."""
 from __future__ import annotations
 
 import json
@@ -9,14 +9,18 @@ import pytest
 
 from formats.pointing_records import pointing_record, read_pointing_records
 from formats.records import RecordError
-from metrics.pointing import PointingInputError, evaluate_files, main, pointing_accuracy
+from metrics.commands.pointing import main
+from metrics.protocols.pointing import PointingInputError, evaluate_files, pointing_accuracy
 
 
-def released_rule(predictions: dict, gt_entries: list, dataset: str) -> tuple[float, int, int]:
+def released_rule(predictions: dict, gt_entries: list, dataset: str, centre_dtype=None) -> tuple[float, int, int]:
     """The rule of the released eval_youcookinteractions.py, restated as a plain loop (the reference):
     a missing clip fails (``[].get``), predictions and seconds pair up as far as both go, an empty
     GT value is skipped, a None or NaN-holding prediction is a counted miss, the first box's
-    centre must lie inside the GT box, borders included."""
+    centre must lie inside the GT box, borders included. The centre is computed on numpy scalars
+    in the prediction's own dtype and compared in float64 (numpy 1.26.4, the script's numpy, does
+    so for a float32 scalar against a Python float; numpy 2 would compare in float32, hence the
+    explicit ``float``). ``centre_dtype`` forces another dtype for the centre (to show it matters)."""
     correct = valid = 0
     for entry in gt_entries:
         key = f"{entry['video_id']}_{entry[f'segment_{dataset}_idx']}"
@@ -28,9 +32,9 @@ def released_rule(predictions: dict, gt_entries: list, dataset: str) -> tuple[fl
             valid += 1
             if pred is None or np.any(np.isnan(pred)):
                 continue
-            first = pred[0]
-            cx, cy = (first[0] + first[2]) / 2, (first[1] + first[3]) / 2
-            if x1 <= cx <= x2 and y1 <= cy <= y2:
+            first = pred[0] if centre_dtype is None else np.asarray(pred[0], dtype=centre_dtype)
+            cx, cy = float((first[0] + first[2]) / 2), float((first[1] + first[3]) / 2)
+            if float(x1) <= cx <= float(x2) and float(y1) <= cy <= float(y2):
                 correct += 1
     return (correct / valid * 100 if valid else 0.0), correct, valid
 
@@ -121,6 +125,22 @@ def random_case(rng: np.random.Generator, dataset: str):
                 b = rng.integers(0, 90, size=4).astype(np.float32)
                 b[int(rng.integers(0, 4))] = np.nan
                 final.append(b[None])
+            elif kind == 5 and k < n and boxes[k] and not np.isnan(boxes[k]).any():
+                # float32 box whose centre lies on a GT border in one precision only: the GT border is
+                # the centre computed in float64, or the float32 centre, of non-integer coordinates
+                a, b = np.float32(rng.uniform(0, 60)), np.float32(rng.uniform(0, 60))
+                lo, hi = min(a, b), max(a, b)
+                c64, c32 = (float(lo) + float(hi)) / 2, float((lo + hi) / 2)
+                border = c64 if rng.random() < 0.5 else c32
+                x1, y1, x2, y2 = boxes[k]
+                if rng.random() < 0.5:
+                    boxes[k][0] = border
+                    boxes[k][2] = max(x2, border + 1)
+                else:
+                    boxes[k][2] = border
+                    boxes[k][0] = min(x1, border - 1)
+                cy = np.float32((y1 + y2) / 2)
+                final.append(np.array([[lo, cy - 1, hi, cy + 1]], dtype=np.float32))
             elif kind == 2 and k < n and boxes[k]:  # centre exactly on a GT edge or corner
                 x1, y1, x2, y2 = boxes[k]
                 cx = [x1, x2][int(rng.integers(0, 2))]
@@ -140,7 +160,7 @@ def random_case(rng: np.random.Generator, dataset: str):
 @pytest.mark.parametrize("dataset", ["youcook", "groundingyoutube"])
 def test_randomised_parity_with_the_released_rule(dataset):
     rng = np.random.default_rng(0)
-    seen_missing = 0
+    seen_missing = precision_matters = 0
     for _ in range(300):
         entries, preds, missing = random_case(rng, dataset)
         report = pointing_accuracy(records_of(entries, dataset), preds)
@@ -154,7 +174,26 @@ def test_randomised_parity_with_the_released_rule(dataset):
             expected = released_rule(preds, entries, dataset)
         assert (report["correct"], report["valid"]) == expected[1:]
         assert report["accuracy"] == pytest.approx(expected[0])
+        if not missing:
+            precision_matters += released_rule(preds, entries, dataset, centre_dtype=np.float64) != expected
     assert seen_missing > 10
+    assert precision_matters > 10  # centres on GT borders where float32 and float64 disagree were drawn
+
+
+def test_centre_is_computed_in_the_predictions_dtype():
+    lo, hi = np.float32(0.1), np.float32(0.7)
+    c64 = (float(lo) + float(hi)) / 2
+    c32 = float((lo + hi) / 2)
+    assert c32 != c64
+    box32 = np.array([[lo, 0, hi, 2]], dtype=np.float32)
+    as_json = [[float(lo), 0.0, float(hi), 2.0]]
+    for border, want32, want64 in ((c64, c32 >= c64, True), (c32, True, c64 >= c32)):
+        gt = [gt_entry("v", 0, [[border, 0, border + 5, 2]])]
+        assert pointing_accuracy(records_of(gt), {"v_0": {"final_boxes": [box32]}})["correct"] == want32
+        assert pointing_accuracy(records_of(gt), {"v_0": {"final_boxes": [as_json]}})["correct"] == want64
+        mixed = {"v_0": {"final_boxes": [box32, as_json]}}  # one entry of each kind: each in its own dtype
+        gt2 = [gt_entry("v", 0, [[border, 0, border + 5, 2]] * 2)]
+        assert pointing_accuracy(records_of(gt2), mixed)["correct"] == want32 + want64
 
 
 def test_files_official_pickle_and_project_json(tmp_path, capsys):
@@ -217,3 +256,44 @@ def test_reader_names_file_record_and_field(tmp_path):
     path.write_bytes(pickle.dumps([gt_entry("v", 1, [[0, 0, 1]])]))
     with pytest.raises(RecordError, match=r"record 0: segment_bboxes\[0\] must be 4 numbers"):
         read_pointing_records(path, "youcook")
+
+
+def test_duplicate_segments_in_the_gt_are_scored_each_time_and_reported(tmp_path, capsys):
+    entry = gt_entry("v", 0, [[0, 0, 10, 10]])
+    gt_path = tmp_path / "full_annotations.pkl"
+    gt_path.write_bytes(pickle.dumps([entry, gt_entry("w", 1, [[0, 0, 10, 10]]), entry]))
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps({"v_0": {"final_boxes": [[[4, 4, 6, 6]]]}, "w_1": {"final_boxes": [None]}}))
+    report = main(["--gt", str(gt_path), "--pred", str(pred), "--dataset", "youcook"])
+    assert (report["correct"], report["valid"]) == (2, 3)  # the released script loops over the GT list
+    assert released_rule({"v_0": {"final_boxes": [[[4, 4, 6, 6]]]}, "w_1": {"final_boxes": [None]}},
+                         [entry, gt_entry("w", 1, [[0, 0, 10, 10]]), entry], "youcook")[1:] == (2, 3)
+    assert (report["duplicate_clips"], report["duplicate_examples"]) == (1, ["v_0"])
+    assert f"warning: {gt_path}: 1 segment(s) listed more than once" in capsys.readouterr().err
+
+
+def test_a_clip_twice_in_a_predictions_json_is_an_error_naming_it(tmp_path, capsys):
+    gt_path = tmp_path / "full_annotations.pkl"
+    gt_path.write_bytes(pickle.dumps([gt_entry("v", 0, [[0, 0, 10, 10]])]))
+    pred = tmp_path / "pred.json"
+    pred.write_text('{"v_0": {"final_boxes": [null]}, "v_0": {"final_boxes": [[[4, 4, 6, 6]]]}}')
+    with pytest.raises(SystemExit) as exit_:
+        main(["--gt", str(gt_path), "--pred", str(pred), "--dataset", "youcook"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {pred}, key 'v_0': appears twice") and err.count("\n") == 1
+
+
+def test_empty_gt_and_unsafe_gt_pickle_are_one_line_errors(tmp_path, capsys):
+    pred = tmp_path / "pred.json"
+    pred.write_text('{"v_0": {"final_boxes": [null]}}')
+    empty = tmp_path / "full_annotations.pkl"
+    empty.write_bytes(pickle.dumps([]))
+    evil = tmp_path / "evil.pkl"
+    evil.write_bytes(pickle.dumps([{"video_id": pickle.PickleError}]))
+    for gt_path, what in ((empty, "the ground truth holds no segment"), (evil, "refusing to unpickle")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--gt", str(gt_path), "--pred", str(pred), "--dataset", "youcook"])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {gt_path}") and what in err and err.count("\n") == 1

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from formats.records import GroundedRecord, write_records_json
-from metrics.evaluate import main
-from metrics.evaluation import evaluate_files, evaluate_predictions, format_table
+from metrics.commands.evaluate import main
+from metrics.evaluator.evaluation import evaluate_files, evaluate_predictions, format_table
+from metrics.evaluator.prediction_validation import InvalidPredictionError, validate_predictions
 from metrics.grounded_caption_metric import GroundedCaptionMetrics
-from metrics.prediction_validation import InvalidPredictionError, validate_predictions
 
 FAST = dict(text_encoder="exact", caption_metrics=(), capture=False)
 

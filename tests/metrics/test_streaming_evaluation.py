@@ -9,9 +9,9 @@ import pytest
 import formats.predictions as streaming
 from formats.predictions import iter_prediction_file
 from formats.records import write_records_json
-from metrics.evaluate import evaluate_files, main
-from metrics.grounding import GroundingInputError, evaluate_grounding
-from metrics.streaming_evaluation import GroundingAccumulator, batched
+from metrics.commands.evaluate import evaluate_files, main
+from metrics.evaluator.evaluation import batched
+from metrics.functional.grounding import GroundingAccumulator, GroundingInputError, evaluate_grounding
 from tests.fixtures.metric_records import random_dataset
 from tests.metrics.test_grounding_metrics import random_case
 

@@ -10,8 +10,9 @@ import pytest
 from PIL import Image
 
 from formats.records import GroundedRecord, write_records_json
-from metrics import threshold_sweep as ts
-from metrics.evaluation import evaluate_predictions
+from metrics.commands import threshold_sweep as sweep_command
+from metrics.evaluator.evaluation import evaluate_predictions
+from metrics.protocols import threshold_sweep as ts
 from metrics.text_encoder import ExactMatchEncoder
 from scripts.sweep import main as sweep_main
 from sweeps.points import PRESETS, SweepPoint, expand_grid, parse_points
@@ -154,7 +155,7 @@ def test_threshold_sweep_command_writes_csv_json_and_plot(tmp_path):
     pred_path = tmp_path / "run_a" / "predictions_test.json"
     pred_path.parent.mkdir()
     pred_path.write_text(json.dumps(preds))
-    curves = ts.main(["--gt", str(gt_path), "--pred", str(pred_path), "--pred", f"again={pred_path}",
+    curves = sweep_command.main(["--gt", str(gt_path), "--pred", str(pred_path), "--pred", f"again={pred_path}",
                       "--out", str(tmp_path / "out"), "--text-encoder", "exact"])
     assert list(curves) == ["run_a", "again"] and curves["run_a"] == curves["again"]
     expected = ts.threshold_sweep(records, preds, ts.DEFAULT_THRESHOLDS, ExactMatchEncoder())

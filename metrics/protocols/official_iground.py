@@ -2,7 +2,7 @@
 
 Published GROVE figures come from that script, so this module follows it step by step, quirks
 included (each is listed in ``docs/evaluation_protocols.md`` against the project's protocol in
-:mod:`metrics.grounding`):
+:mod:`metrics.functional.grounding`):
 
 * Clips: a ground-truth clip with no prediction is left out (not scored 0). Frames are the
   record's annotated frames; a clip's predicted boxes are taken at those frame indices.
@@ -21,7 +21,7 @@ included (each is listed in ``docs/evaluation_protocols.md`` against the project
   Phrases are embedded as the script does: ``bert-base-uncased``'s last hidden state averaged
   over all tokens (give its local folder: :class:`metrics.text_encoder.HFMeanPoolEncoder` with
   ``max_length=512``).
-* captions: pycocoevalcap on the scored clips (:func:`metrics.captioning.evaluate_captions`).
+* captions: pycocoevalcap on the scored clips (:func:`metrics.functional.captioning.evaluate_captions`).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from metrics.grounding import frames_from_prediction
+from metrics.functional.grounding import frames_from_prediction
 from metrics.text_encoder import encode_unique
 
 IOU_THRESHOLD = 0.5
@@ -226,7 +226,7 @@ def evaluate_official_iground(records: Mapping[str, Any], predictions: Mapping[s
         metrics["recall"] = float(np.mean(_recall_per_video(video_of_image, gt, pred, n_images, n_videos,
                                                             text_encoder, iou_threshold, text_threshold)))
         if caption_metrics:
-            from metrics.captioning import evaluate_captions
+            from metrics.functional.captioning import evaluate_captions
 
             metrics.update(evaluate_captions({r.key: [r.caption] for r in scored},
                                              {r.key: str(predictions[r.key].get("caption", "")) for r in scored},

@@ -1,16 +1,31 @@
 """The offline evaluation of a predictions file against ground-truth records, in memory or from files
-(the command is :mod:`metrics.evaluate`). Two protocols (``docs/evaluation_protocols.md``):
+(the command is :mod:`metrics.commands.evaluate`). Two protocols (``docs/evaluation_protocols.md``):
 
-* ``project`` (default): :mod:`metrics.grounding`; clips missing from the predictions count as
+* ``project`` (default): :mod:`metrics.functional.grounding`; clips missing from the predictions count as
   empty predictions and are listed; predicted clips absent from the GT are listed and ignored.
-* ``official``: the GROVE release's ``eval_iground.py`` (:mod:`metrics.official_iground`), for
+* ``official``: the GROVE release's ``eval_iground.py`` (:mod:`metrics.protocols.official_iground`), for
   comparison with published figures; it needs the local ``bert-base-uncased`` folder.
 
-Predicted boxes that cannot be right are rejected (:mod:`metrics.prediction_validation`) unless
+Predicted boxes that cannot be right are rejected (:mod:`metrics.evaluator.prediction_validation`) unless
 ``invalid="skip"`` drops and counts them; a corrupt file in a GT folder is skipped and counted
-(``on_corrupt="raise"`` stops instead). The project protocol reads a predictions file clip by
-clip (:mod:`metrics.streaming_evaluation`), with predicted frames off the annotation grid refused
-(or mapped under ``off_grid="nearest"``).
+(``on_corrupt="raise"`` stops instead). Predicted frames off the annotation grid are refused (or
+mapped under ``off_grid="nearest"``; :func:`metrics.evaluator.prediction_validation.place_on_grid`).
+
+The project protocol's memory does not grow with the number of clips: a predictions file of a
+million clips (HowToGround1M's ``model_preds``) does not fit in memory as Python objects (about 8x
+the file's size), so the file is read one clip at a time
+(:func:`formats.predictions.iter_prediction_file`) and every metric is reduced as clips stream by,
+in batches of ``batch_clips`` clips that keep the vectorised grounding code
+(:func:`metrics.functional.grounding.grounding_update` per batch, added into one state):
+
+* video level (AP50, mIoU, recall): each clip's value is added to a running sum as its batch ends;
+* frame level: mIoU and recall are sums too; AP50 pools all frames, so each counted detection
+  keeps a compact record (score, matched, clip position, frame, rank in its frame) and the
+  precision/recall curve is computed once at the end, exactly as COCOeval ranks them;
+* captions (BLEU, METEOR, ROUGE-L, CIDEr, CAPTURE are corpus-level) are kept as strings.
+
+The results equal :func:`metrics.functional.grounding.evaluate_grounding` on the whole set (a test
+checks it on random cases). The ground truth is read whole (its readers are not streaming).
 """
 from __future__ import annotations
 
@@ -24,19 +39,20 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from formats.predictions import iter_prediction_file, load_predictions
-from formats.records import read_ground_truth
-from metrics.center_frame import centre_frame, centre_records, centre_view
-from metrics.grounding import frames_from_prediction, frames_from_record
-from metrics.prediction_validation import INVALID_POLICIES, MAX_EXAMPLES, ValidationReport, validate_predictions
-from metrics.streaming_evaluation import (
+from formats.records import RecordError, read_ground_truth
+from metrics.evaluator.prediction_validation import (
+    INVALID_POLICIES,
+    MAX_EXAMPLES,
     OFF_GRID_POLICIES,
-    GroundingAccumulator,
     OffGridReport,
-    batched,
+    ValidationReport,
     place_on_grid,
+    validate_predictions,
 )
+from metrics.functional.grounding import GroundingAccumulator, frames_from_prediction, frames_from_record
+from metrics.protocols.center_frame import centre_frame, centre_records, centre_view
 
-# "center": the GROVE paper's Center set-up (metrics.center_frame), scored at video level
+# "center": the GROVE paper's Center set-up (metrics.protocols.center_frame), scored at video level
 LEVEL_CHOICES = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame"), "center": ("video",)}
 PROTOCOLS = ("project", "official")
 BATCH_CLIPS = 256  # clips reduced together: keeps the grounding code vectorised, memory flat
@@ -68,6 +84,9 @@ def evaluate_files(gt_path: str | Path, pred_path: str | Path, level: str = "bot
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     records, corrupt = read_ground_truth(gt_path, on_corrupt)
+    if not records:
+        raise RecordError(f"{gt_path}: the ground truth holds no clip; give the annotation file (or folder) of "
+                          "the split the predictions are for")
     if protocol == "official":
         preds = load_predictions(pred_path)
         if level == "center":
@@ -95,14 +114,14 @@ def evaluate_official(records: Mapping[str, Any], preds: Mapping[str, dict], tex
                       caption_metrics: Sequence[str] = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr"),
                       objectness_threshold: float | None = None, invalid: str = "error",
                       pred_source: str = "<memory>") -> dict[str, Any]:
-    """The official GROVE protocol (:mod:`metrics.official_iground`) on in-memory records and predictions.
+    """The official GROVE protocol (:mod:`metrics.protocols.official_iground`) on in-memory records and predictions.
 
     ``text_encoder``: an encoder instance, or the local ``bert-base-uncased`` folder (loaded with
     the script's 512-token truncation); ``"exact"``/``"minilm"`` are accepted but are not the
     official encoder. ``objectness_threshold`` keeps boxes scored strictly above it, as the
     official inference does.
     """
-    from metrics.official_iground import evaluate_official_iground
+    from metrics.protocols.official_iground import evaluate_official_iground
 
     if text_encoder is None:
         raise ValueError("the official protocol's recall embeds phrases with bert-base-uncased: give its local "
@@ -142,7 +161,7 @@ def evaluate_predictions(records: Mapping[str, Any], preds: Mapping[str, dict], 
 
     ``invalid``: ``error`` rejects a predicted box that cannot be right (naming clip, frame and
     field), ``skip`` drops it and counts it in the report's ``invalid_predictions``.
-    ``off_grid``: see :mod:`metrics.streaming_evaluation`.
+    ``off_grid``: see :func:`metrics.evaluator.prediction_validation.place_on_grid`.
     """
     return evaluate_prediction_stream(records, preds.items(), level, score_source, text_encoder, caption_metrics,
                                       capture, objectness_threshold, pred_source, invalid, capture_conventions,
@@ -213,7 +232,7 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
     candidates = {k: captions.get(k, "") for k in keys}
     over_long: list[str] = []
     if caption_metrics:
-        from metrics.captioning import evaluate_captions
+        from metrics.functional.captioning import evaluate_captions
 
         over_long = sorted(over_limit(candidates, METEOR_MAX_CHARS))
         results.update(evaluate_captions({k: [records[k].caption] for k in keys}, candidates,
@@ -240,6 +259,18 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
                          "objectness_threshold": objectness_threshold, "invalid": invalid, "off_grid": off_grid,
                          "capture_conventions": str(capture_conventions) if capture else None,
                          "capture_stop_words": str(capture_stop_words) if capture else None}}
+
+
+def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """Lists of ``size`` items (the last one shorter) from any iterable."""
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def format_table(report: Mapping[str, Any]) -> str:

@@ -1,10 +1,15 @@
 """Grounding metrics of grounded video captioning: AP50, mIoU and recall, each at video
 level (per video, then averaged over videos) and frame level (pooled over all frames of all videos).
 
-Plain functions on plain inputs (numpy boxes, string phrases); the torchmetrics wrappers and the
-offline evaluator call :func:`evaluate_grounding`. Everything after gathering the per-frame arrays
-is vectorised: frames are processed together in padded blocks, and the only Python loops run over
-matching steps (detection rank, pairing step), over size buckets and over chunks.
+Plain functions on plain inputs (numpy boxes, string phrases), in torchmetrics' functional shape:
+:func:`grounding_update` reduces a batch of clips to a :class:`GroundingState` (sums per metric and
+a compact record per counted detection), :func:`grounding_merge` adds states and
+:func:`grounding_compute` gives the scores; :func:`evaluate_grounding` is the three on one set.
+The torchmetrics wrappers and the offline evaluator call these. Everything after gathering the
+per-frame arrays is vectorised: frames are processed together in padded blocks, and the only
+Python loops run over matching steps (detection rank, pairing step), over size buckets and over
+chunks. Phrases become ids of the run's :class:`~metrics.text_encoder.PhraseVocabulary`, so
+each distinct phrase is embedded once a run.
 
 Choices (documented because the public evaluator leaves them open or gets them wrong):
 
@@ -21,16 +26,15 @@ Choices (documented because the public evaluator leaves them open or gets them w
 """
 from __future__ import annotations
 
-from core.box_ops import box_iou
-
 import itertools
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
-import torch
+
+from metrics.text_encoder import PhraseVocabulary, build_text_encoder, vocabulary_of
 
 SCORE_SOURCES = ("constant", "objectness")
 LEVELS = ("video", "frame")
@@ -130,22 +134,25 @@ class _Boxes:
     image: np.ndarray   # (n,) image index
     order: np.ndarray   # (n,) position in its frame's list
     boxes: np.ndarray   # (n, 4) float64 xyxy
-    labels: np.ndarray  # (n,) str
+    labels: np.ndarray | None  # (n,) phrase ids of the vocabulary (None when recall is not asked)
     scores: np.ndarray | None
 
 
-def _frame_table(clips: Mapping[str, Sequence[FrameBoxes]], keys: Sequence[str], side: str):
+def _frame_table(clips: Mapping[str, Sequence[FrameBoxes]], keys: Sequence[str], side: str,
+                 vocabulary: PhraseVocabulary | None):
     """Per-frame (clip index, frame) arrays plus the concatenated boxes of ``keys``' clips."""
-    frames = [(v, f) for v, key in enumerate(keys) for f in clips[key]]
-    video = np.fromiter((v for v, _ in frames), dtype=np.int64, count=len(frames))
-    frame = np.fromiter((f.frame for _, f in frames), dtype=np.int64, count=len(frames))
-    count = np.fromiter((len(f.labels) for _, f in frames), dtype=np.int64, count=len(frames))
-    boxes = np.concatenate([f.boxes for _, f in frames] + [np.zeros((0, 4))])
-    labels = np.asarray(list(itertools.chain.from_iterable(f.labels for _, f in frames)), dtype=str)
-    if frames and any(f.scores is None for _, f in frames if len(f.labels)):
+    per_clip = [clips[key] for key in keys]
+    frames = list(itertools.chain.from_iterable(per_clip))
+    video = np.repeat(np.arange(len(keys), dtype=np.int64), np.fromiter(map(len, per_clip), np.int64, len(keys)))
+    frame = np.fromiter((f.frame for f in frames), dtype=np.int64, count=len(frames))
+    count = np.fromiter((len(f.labels) for f in frames), dtype=np.int64, count=len(frames))
+    boxes = np.concatenate([f.boxes for f in frames] + [np.zeros((0, 4))])
+    labels = None if vocabulary is None else vocabulary.ids(
+        itertools.chain.from_iterable(f.labels for f in frames), int(count.sum()))
+    if frames and any(f.scores is None for f in frames if len(f.labels)):
         scores = None
     else:
-        scores = np.concatenate([f.scores if f.scores is not None else np.zeros(0) for _, f in frames] + [np.zeros(0)])
+        scores = np.concatenate([f.scores if f.scores is not None else np.zeros(0) for f in frames] + [np.zeros(0)])
     # A frame listed twice would make "order in the frame" ambiguous.
     pair = video * (frame.max(initial=0) + 1) + frame
     _, first, counts = np.unique(pair, return_index=True, return_counts=True)
@@ -155,13 +162,15 @@ def _frame_table(clips: Mapping[str, Sequence[FrameBoxes]], keys: Sequence[str],
     return video, frame, count, boxes, labels, scores
 
 
-def _flatten(gt, pred, keys, need_scores: bool):
-    """Images = (clip, frame) pairs of both sides, numbered in (clip order, frame) order."""
-    g_video, g_frame, g_count, g_boxes, g_labels, _ = _frame_table(gt, keys, "ground truth")
+def _flatten(gt, pred, keys, need_scores: bool, vocabulary: PhraseVocabulary | None):
+    """Images = (clip, frame) pairs of both sides, numbered in (clip order, frame) order.
+
+    Returns ``(image_video, image_frame, gt boxes, predicted boxes)``."""
+    g_video, g_frame, g_count, g_boxes, g_labels, _ = _frame_table(gt, keys, "ground truth", vocabulary)
     position = {k: v for v, k in enumerate(keys)}
     present = [k for k in keys if k in pred]
     p_map = np.asarray([position[k] for k in present], dtype=np.int64)
-    p_video, p_frame, p_count, p_boxes, p_labels, p_scores = _frame_table(pred, present, "predictions")
+    p_video, p_frame, p_count, p_boxes, p_labels, p_scores = _frame_table(pred, present, "predictions", vocabulary)
     p_video = p_map[p_video] if len(p_video) else p_video
     if need_scores and p_scores is None:
         raise GroundingInputError("predictions: score_source='objectness' needs 'scores' for every frame with boxes")
@@ -169,16 +178,17 @@ def _flatten(gt, pred, keys, need_scores: bool):
     stride = max(g_frame.max(initial=0), p_frame.max(initial=0)) + 1
     image_key, inverse = np.unique(np.concatenate([g_video * stride + g_frame, p_video * stride + p_frame]),
                                    return_inverse=True)
-    image_video = image_key // stride
+    image_video, image_frame = image_key // stride, image_key % stride
     g_img_of_frame, p_img_of_frame = inverse[:len(g_frame)], inverse[len(g_frame):]
 
     def boxes_of(img_of_frame, count, boxes, labels, scores):
         image = np.repeat(img_of_frame, count)
         order = np.arange(len(image)) - np.repeat(np.cumsum(count) - count, count)
         sort = np.lexsort((order, image))  # frames of a clip may come in any order
-        return _Boxes(image[sort], order[sort], boxes[sort], labels[sort], None if scores is None else scores[sort])
+        return _Boxes(image[sort], order[sort], boxes[sort], None if labels is None else labels[sort],
+                      None if scores is None else scores[sort])
 
-    return (image_video, boxes_of(g_img_of_frame, g_count, g_boxes, g_labels, None),
+    return (image_video, image_frame, boxes_of(g_img_of_frame, g_count, g_boxes, g_labels, None),
             boxes_of(p_img_of_frame, p_count, p_boxes, p_labels, p_scores))
 
 
@@ -210,10 +220,22 @@ def _padded_blocks(images: np.ndarray, row_start, row_count, col_start, col_coun
 
 
 def _block_iou(row_idx: np.ndarray, col_idx: np.ndarray, row_boxes: np.ndarray, col_boxes: np.ndarray) -> np.ndarray:
-    """IoU ``(n, R, C)`` in float64 (as pycocotools); -1 on padding so it never wins a max."""
-    a = torch.from_numpy(row_boxes[np.maximum(row_idx, 0)])
-    b = torch.from_numpy(col_boxes[np.maximum(col_idx, 0)])
-    iou = box_iou(a, b).numpy()
+    """IoU ``(n, R, C)`` in float64 (as pycocotools); -1 on padding so it never wins a max.
+
+    The operations of :func:`core.box_ops.box_iou` in the same order, in numpy: small blocks by the
+    thousand cost less without torch's per-call dispatch.
+    """
+    a = row_boxes[np.maximum(row_idx, 0)][:, :, None, :]
+    b = col_boxes[np.maximum(col_idx, 0)][:, None, :, :]
+    wh = np.maximum(np.minimum(a[..., 2:], b[..., 2:]) - np.maximum(a[..., :2], b[..., :2]), 0)
+    inter = wh[..., 0] * wh[..., 1]
+
+    def area(box):
+        return np.maximum(box[..., 2] - box[..., 0], 0) * np.maximum(box[..., 3] - box[..., 1], 0)
+
+    union = area(a) + area(b) - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = np.where(union > 0, inter / np.maximum(union, np.finfo(np.float64).tiny), 0.0)
     return np.where((row_idx >= 0)[:, :, None] & (col_idx >= 0)[:, None, :], iou, -1.0)
 
 
@@ -299,21 +321,6 @@ def _detections(gt: _Boxes, pred: _Boxes, n_images: int, score_source, iou_thres
     return det_image[counted], det_rank[counted], det_score[counted], tp[counted]
 
 
-def _average_precision(gt: _Boxes, pred: _Boxes, image_video, levels, score_source, iou_threshold, max_dets):
-    n_images, n_videos = len(image_video), int(image_video.max(initial=-1)) + 1
-    det_image, det_rank, det_score, tp = _detections(gt, pred, n_images, score_source, iou_threshold, max_dets)
-    out = {}
-    if "video" in levels:
-        n_gt = np.bincount(image_video[gt.image], minlength=n_videos)
-        ap = _grouped_average_precision(image_video[det_image], det_score, det_image, det_rank, tp, n_gt)
-        out["AP50"] = _nanmean(ap)
-    if "frame" in levels:
-        ap = _grouped_average_precision(np.zeros(len(det_image), np.int64), det_score, det_image, det_rank, tp,
-                                        np.array([len(gt.image)]))
-        out["AP50_frame"] = float(ap[0]) if len(gt.image) else math.nan
-    return out
-
-
 # ---------------------------------------------------------------- mIoU and recall
 
 def _greedy_pairs(gt: _Boxes, pred: _Boxes, n_images: int, rules: Sequence) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -350,25 +357,7 @@ def _greedy_pairs(gt: _Boxes, pred: _Boxes, n_images: int, rules: Sequence) -> l
     return out
 
 
-def _miou_and_recall(gt, pred, image_video, levels, metrics, text_encoder, iou_threshold, text_threshold):
-    parts = _miou_and_recall_parts(gt, pred, image_video, metrics, text_encoder, iou_threshold, text_threshold)
-    out = {}
-    if "mIoU" in parts:
-        video_miou, frame_miou = parts["mIoU"]
-        if "video" in levels:
-            out["mIoU"] = _nanmean(video_miou)
-        if "frame" in levels:
-            out["mIoU_frame"] = _nanmean(frame_miou)
-    if "recall" in parts:
-        video_recall, matches, n_gt_boxes = parts["recall"]
-        if "video" in levels:
-            out["recall"] = _nanmean(video_recall)
-        if "frame" in levels:
-            out["recall_frame"] = float(matches / n_gt_boxes) if n_gt_boxes else math.nan
-    return out
-
-
-def _miou_and_recall_parts(gt, pred, image_video, metrics, text_encoder, iou_threshold, text_threshold):
+def _miou_and_recall_parts(gt, pred, image_video, metrics, text_encoder, vocabulary, iou_threshold, text_threshold):
     """What the means are taken over: ``mIoU``: (per video with GT, per GT frame);
     ``recall``: (per video with GT, matched pairs, GT boxes)."""
     n_images, n_videos = len(image_video), int(image_video.max(initial=-1)) + 1
@@ -382,23 +371,16 @@ def _miou_and_recall_parts(gt, pred, image_video, metrics, text_encoder, iou_thr
     if "mIoU" in metrics:
         rules["mIoU"] = lambda iou, g, p: iou > 0
     if "recall" in metrics:
-        from metrics.text_encoder import build_text_encoder, encode_unique
-
-        plain = text_encoder is None or isinstance(text_encoder, (str, bytes, os.PathLike))  # str has .encode too
-        encoder = build_text_encoder(text_encoder) if plain else text_encoder
-        # Only predictions in frames with GT can pair; each distinct phrase is embedded once.
+        # Only predictions in frames with GT can pair; each distinct phrase is embedded once a run.
         pred_in_gt_frame = g_count[pred.image] > 0
-        _, emb, index = encode_unique(encoder, np.concatenate([gt.labels, pred.labels[pred_in_gt_frame]]))
-        emb = emb.numpy()
-        g_phrase = index[:len(gt.labels)]
-        p_phrase = np.zeros(len(pred.labels), dtype=np.int64)
-        p_phrase[pred_in_gt_frame] = index[len(gt.labels):]
+        emb = vocabulary.embed(text_encoder, np.concatenate([gt.labels, pred.labels[pred_in_gt_frame]]))
+        g_phrase, p_phrase, size = gt.labels, pred.labels, len(emb)
 
         def accept(iou, g, p):
             ok = iou >= iou_threshold
             # Few distinct (GT phrase, predicted phrase) pairs recur across frames: one dot product each.
-            pair, inverse = np.unique(g_phrase[g[ok]] * len(emb) + p_phrase[p[ok]], return_inverse=True)
-            cosine = np.einsum("nd,nd->n", emb[pair // len(emb)], emb[pair % len(emb)])
+            pair, inverse = np.unique(g_phrase[g[ok]] * size + p_phrase[p[ok]], return_inverse=True)
+            cosine = np.einsum("nd,nd->n", emb[pair // size], emb[pair % size])
             ok[ok] = cosine[inverse.reshape(-1)] >= text_threshold
             return ok
 
@@ -420,9 +402,202 @@ def _miou_and_recall_parts(gt, pred, image_video, metrics, text_encoder, iou_thr
     return out
 
 
-def _nanmean(values: np.ndarray) -> float:
-    values = values[~np.isnan(values)]
-    return float(values.mean()) if len(values) else math.nan
+# ---------------------------------------------------------------- update / merge / compute
+
+@dataclass
+class GroundingSettings:
+    """What :func:`grounding_update` measures and how (see :func:`evaluate_grounding`)."""
+
+    levels: tuple[str, ...] = LEVELS
+    score_source: str = "constant"
+    iou_threshold: float = 0.5
+    text_threshold: float = 0.5
+    max_dets: int = 100
+    metrics: tuple[str, ...] = METRICS
+
+    def __post_init__(self) -> None:
+        self.levels, self.metrics = tuple(self.levels), tuple(self.metrics)
+        if [l for l in self.levels if l not in LEVELS] or not self.levels:
+            raise ValueError(f"levels must be a non-empty subset of {LEVELS}, got {self.levels}")
+        if [m for m in self.metrics if m not in METRICS]:
+            raise ValueError(f"metrics must be a subset of {METRICS}, got {self.metrics}")
+        if self.score_source not in SCORE_SOURCES:
+            raise ValueError(f"score_source must be one of {SCORE_SOURCES}, got {self.score_source!r}")
+        if int(self.max_dets) < 1:
+            raise ValueError(f"max_dets must be >= 1, got {self.max_dets}")
+        self.iou_threshold, self.text_threshold = float(self.iou_threshold), float(self.text_threshold)
+        self.max_dets = int(self.max_dets)
+
+
+@dataclass
+class GroundingState:
+    """Everything the scores need, additive over batches of clips.
+
+    ``sums``: per mean (``AP50``, ``mIoU``, ``recall`` per video; ``mIoU_frame`` per GT frame) its
+    total and count. ``detections``: frame-level AP50 pools all frames, so each counted detection
+    keeps (score or None when constant, matched, clip position, frame, rank in its frame); the
+    precision/recall curve is ranked once in :func:`grounding_compute`, exactly as COCOeval ranks.
+    """
+
+    settings: GroundingSettings
+    sums: dict[str, list] = field(default_factory=lambda: {n: [0.0, 0] for n in ("AP50", "mIoU", "recall",
+                                                                                 "mIoU_frame")})
+    recall_matches: float = 0.0
+    gt_boxes: int = 0
+    gt_frames: int = 0
+    pred_boxes: int = 0
+    videos: int = 0
+    videos_excluded: int = 0
+    detections: list = field(default_factory=list)
+
+    def add_mean(self, name: str, values: np.ndarray) -> None:
+        values = values[~np.isnan(values)]
+        self.sums[name][0] += float(values.sum())
+        self.sums[name][1] += len(values)
+
+
+def grounding_update(gt: Mapping[str, Sequence[FrameBoxes]], pred: Mapping[str, Sequence[FrameBoxes]],
+                     positions: np.ndarray | None = None, *, settings: GroundingSettings | None = None,
+                     text_encoder=None, vocabulary: PhraseVocabulary | None = None) -> GroundingState:
+    """The state of one batch of clips.
+
+    ``positions`` gives each of ``gt``'s clips its place in the whole ground truth's order (which
+    fixes how tied scores rank in frame-level AP50); by default the batch is the whole set.
+    ``text_encoder`` is only needed for recall; ``vocabulary`` defaults to the encoder's run
+    vocabulary (:func:`~metrics.text_encoder.vocabulary_of`).
+    """
+    settings = settings or GroundingSettings()
+    state = GroundingState(settings)
+    keys = list(gt)
+    if not keys:
+        return state
+    positions = np.arange(len(keys), dtype=np.int64) if positions is None else np.asarray(positions, np.int64)
+    recall = "recall" in settings.metrics
+    if recall:
+        text_encoder = resolve_text_encoder(text_encoder)
+        vocabulary = vocabulary if vocabulary is not None else vocabulary_of(text_encoder)
+    need_scores = "AP50" in settings.metrics and settings.score_source == "objectness"
+    image_video, image_frame, gt_boxes, pred_boxes = _flatten(gt, pred, keys, need_scores,
+                                                              vocabulary if recall else None)
+    n_images, n_videos = len(image_video), len(keys)
+    boxes_per_video = np.bincount(image_video[gt_boxes.image], minlength=n_videos)
+    state.videos = int((boxes_per_video > 0).sum())
+    state.videos_excluded = int((boxes_per_video == 0).sum())
+    state.gt_frames = len(np.unique(gt_boxes.image))
+    state.gt_boxes = len(gt_boxes.image)
+    state.pred_boxes = len(pred_boxes.image)
+    if "AP50" in settings.metrics:
+        det_image, det_rank, det_score, tp = _detections(gt_boxes, pred_boxes, n_images, settings.score_source,
+                                                         settings.iou_threshold, settings.max_dets)
+        if "video" in settings.levels:
+            state.add_mean("AP50", _grouped_average_precision(image_video[det_image], det_score, det_image,
+                                                              det_rank, tp, boxes_per_video))
+        if "frame" in settings.levels and len(det_image):
+            state.detections.append((
+                None if settings.score_source == "constant" else det_score.astype(np.float64),
+                tp.astype(bool), positions[image_video[det_image]].astype(np.int32),
+                image_frame[det_image].astype(np.int64), det_rank.astype(np.int32)))
+    if "mIoU" in settings.metrics or recall:
+        parts = _miou_and_recall_parts(gt_boxes, pred_boxes, image_video, settings.metrics, text_encoder,
+                                       vocabulary, settings.iou_threshold, settings.text_threshold)
+        if "mIoU" in parts:
+            state.add_mean("mIoU", parts["mIoU"][0])
+            state.add_mean("mIoU_frame", parts["mIoU"][1])
+        if "recall" in parts:
+            state.add_mean("recall", parts["recall"][0])
+            state.recall_matches += parts["recall"][1]
+    return state
+
+
+def grounding_merge(total: GroundingState, part: GroundingState) -> GroundingState:
+    """``total`` with ``part`` (a later batch of other clips) added in place."""
+    for name, (value, count) in part.sums.items():
+        total.sums[name][0] += value
+        total.sums[name][1] += count
+    total.recall_matches += part.recall_matches
+    for name in ("gt_boxes", "gt_frames", "pred_boxes", "videos", "videos_excluded"):
+        setattr(total, name, getattr(total, name) + getattr(part, name))
+    total.detections.extend(part.detections)
+    return total
+
+
+def _frame_average_precision(state: GroundingState) -> float:
+    if not state.gt_boxes:
+        return math.nan
+    if not state.detections:
+        return 0.0
+    parts = list(zip(*state.detections))
+    matched = np.concatenate(parts[1])
+    clip, frame, rank = np.concatenate(parts[2]), np.concatenate(parts[3]), np.concatenate(parts[4])
+    score = np.ones(len(matched)) if parts[0][0] is None else np.concatenate(parts[0])
+    image = clip.astype(np.int64) * (int(frame.max(initial=0)) + 1) + frame  # (clip, frame) order
+    ap = _grouped_average_precision(np.zeros(len(matched), np.int64), score, image, rank, matched,
+                                    np.array([state.gt_boxes]))
+    return float(ap[0])
+
+
+def grounding_compute(state: GroundingState, ignored_clips: int = 0) -> dict[str, float]:
+    """The scores of a state (see :func:`evaluate_grounding` for the keys)."""
+    def mean(name):
+        total, count = state.sums[name]
+        return total / count if count else math.nan
+
+    levels, metrics = state.settings.levels, state.settings.metrics
+    out: dict[str, float] = {}
+    if "AP50" in metrics:
+        if "video" in levels:
+            out["AP50"] = mean("AP50")
+        if "frame" in levels:
+            out["AP50_frame"] = _frame_average_precision(state)
+    if "mIoU" in metrics:
+        if "video" in levels:
+            out["mIoU"] = mean("mIoU")
+        if "frame" in levels:
+            out["mIoU_frame"] = mean("mIoU_frame")
+    if "recall" in metrics:
+        if "video" in levels:
+            out["recall"] = mean("recall")
+        if "frame" in levels:
+            out["recall_frame"] = state.recall_matches / state.gt_boxes if state.gt_boxes else math.nan
+    out.update({"num_videos": float(state.videos), "num_videos_excluded": float(state.videos_excluded),
+                "num_gt_frames": float(state.gt_frames), "num_gt_boxes": float(state.gt_boxes),
+                "num_pred_boxes": float(state.pred_boxes), "num_pred_clips_ignored": float(ignored_clips)})
+    return out
+
+
+def resolve_text_encoder(text_encoder):
+    """An encoder instance from an instance, a :func:`~metrics.text_encoder.build_text_encoder` spec or None."""
+    if text_encoder is None or isinstance(text_encoder, (str, bytes, os.PathLike)):  # str has .encode too
+        return build_text_encoder(text_encoder)
+    return text_encoder
+
+
+class GroundingAccumulator:
+    """:func:`evaluate_grounding`, fed a batch of clips at a time (the state of the torchmetrics-style
+    update / merge / compute functions above, kept between calls).
+
+    ``add(gt, pred, positions)``: ``gt``/``pred`` map the batch's clip keys to frames and
+    ``positions`` gives each clip's place in the whole ground truth's order (which fixes how tied
+    scores rank in frame-level AP50). ``result()`` gives the same dict as ``evaluate_grounding``.
+    One phrase vocabulary serves every batch, so a phrase is embedded once per run.
+    """
+
+    def __init__(self, text_encoder=None, levels: Sequence[str] = ("video", "frame"), score_source: str = "constant",
+                 iou_threshold: float = 0.5, text_threshold: float = 0.5, max_dets: int = 100,
+                 metrics: Sequence[str] = ("AP50", "mIoU", "recall"), vocabulary: PhraseVocabulary | None = None):
+        settings = GroundingSettings(tuple(levels), score_source, iou_threshold, text_threshold, max_dets,
+                                     tuple(metrics))
+        self.text_encoder = resolve_text_encoder(text_encoder) if "recall" in settings.metrics else text_encoder
+        self.vocabulary = vocabulary
+        self.state = GroundingState(settings)
+
+    def add(self, gt: Mapping[str, Sequence[FrameBoxes]], pred: Mapping[str, Sequence[FrameBoxes]],
+            positions: np.ndarray) -> None:
+        grounding_merge(self.state, grounding_update(gt, pred, positions, settings=self.state.settings,
+                                                     text_encoder=self.text_encoder, vocabulary=self.vocabulary))
+
+    def result(self, ignored_clips: int = 0) -> dict[str, float]:
+        return grounding_compute(self.state, ignored_clips)
 
 
 # ---------------------------------------------------------------- entry point
@@ -437,6 +612,7 @@ def evaluate_grounding(
     text_threshold: float = 0.5,
     max_dets: int = 100,
     metrics: Sequence[str] = METRICS,
+    vocabulary: PhraseVocabulary | None = None,
 ) -> dict[str, float]:
     """AP50 / mIoU / recall of predicted boxes against GT boxes, at video and/or frame level.
 
@@ -451,36 +627,6 @@ def evaluate_grounding(
     ``num_gt_frames`` (frames with a GT box), ``num_gt_boxes``, ``num_pred_boxes`` (in GT clips)
     and ``num_pred_clips_ignored`` (prediction clips absent from the GT).
     """
-    bad = [l for l in levels if l not in LEVELS]
-    if bad or not levels:
-        raise ValueError(f"levels must be a non-empty subset of {LEVELS}, got {tuple(levels)}")
-    bad = [m for m in metrics if m not in METRICS]
-    if bad:
-        raise ValueError(f"metrics must be a subset of {METRICS}, got {tuple(metrics)}")
-    if score_source not in SCORE_SOURCES:
-        raise ValueError(f"score_source must be one of {SCORE_SOURCES}, got {score_source!r}")
-    if int(max_dets) < 1:
-        raise ValueError(f"max_dets must be >= 1, got {max_dets}")
-
-    keys = list(gt.keys())
-    need_scores = "AP50" in metrics and score_source == "objectness"
-    image_video, gt_boxes, pred_boxes = _flatten(gt, pred, keys, need_scores)
-
-    out: dict[str, float] = {}
-    if "AP50" in metrics:
-        out.update(_average_precision(gt_boxes, pred_boxes, image_video, levels, score_source,
-                                      float(iou_threshold), int(max_dets)))
-    if "mIoU" in metrics or "recall" in metrics:
-        out.update(_miou_and_recall(gt_boxes, pred_boxes, image_video, levels, metrics, text_encoder,
-                                    float(iou_threshold), float(text_threshold)))
-
-    boxes_per_video = np.bincount(image_video[gt_boxes.image], minlength=len(keys))
-    out.update({
-        "num_videos": float((boxes_per_video > 0).sum()),
-        "num_videos_excluded": float((boxes_per_video == 0).sum()),
-        "num_gt_frames": float(len(np.unique(gt_boxes.image))),
-        "num_gt_boxes": float(len(gt_boxes.image)),
-        "num_pred_boxes": float(len(pred_boxes.image)),
-        "num_pred_clips_ignored": float(sum(1 for k in pred if k not in gt)),
-    })
-    return out
+    settings = GroundingSettings(tuple(levels), score_source, iou_threshold, text_threshold, max_dets, tuple(metrics))
+    state = grounding_update(gt, pred, settings=settings, text_encoder=text_encoder, vocabulary=vocabulary)
+    return grounding_compute(state, ignored_clips=sum(1 for k in pred if k not in gt))

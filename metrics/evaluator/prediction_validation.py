@@ -15,22 +15,31 @@ probability. Per box, a prediction is invalid when
 ``policy="error"`` (default) raises :class:`InvalidPredictionError` naming the source, clip, frame
 and field; ``policy="skip"`` drops each invalid box (with its label and score) and counts it in a
 :class:`ValidationReport`. Malformed structure (a frame without ``frame``, mismatched lengths) is
-reported by :func:`metrics.grounding.frames_from_prediction` and never skipped.
+reported by :func:`metrics.functional.grounding.frames_from_prediction` and never skipped.
+
+Predicted frames must lie on the clip's annotation grid (the GT record's ``frame_indices``): a
+frame off it would be scored as a false positive of an unannotated frame, so a shifted file would
+get AP50 0.0 without a word. :func:`place_on_grid` with ``off_grid="error"`` (default) names the
+clip and the frames; ``"nearest"`` maps each off-grid frame to the nearest annotated frame (the
+earlier on a tie) and counts them in an :class:`OffGridReport`; two predicted frames landing on one
+annotated frame are an error.
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from formats.records import tagged_phrases
-from metrics.grounding import GroundingInputError
+from metrics.functional.grounding import FrameBoxes, GroundingInputError
 
 INVALID_POLICIES = ("error", "skip")
+OFF_GRID_POLICIES = ("error", "nearest")
 FIELDS = ("boxes", "labels", "scores")
 MAX_EXAMPLES = 20
+MAX_GRID_EXAMPLES = 5
 
 
 class InvalidPredictionError(GroundingInputError):
@@ -170,3 +179,55 @@ def validate_predictions(predictions: Mapping[str, Mapping[str, Any]], frame_siz
             changed = True
         out[key] = {**pred, "frames": new_frames} if changed else pred
     return out, report
+
+
+# ---------------------------------------------------------------- the annotation grid
+
+@dataclass
+class OffGridReport:
+    """Predicted frames that were off their clip's annotation grid and were mapped onto it."""
+
+    mapped_frames: int = 0
+    clips: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mapped_frames": self.mapped_frames, "clips": self.clips, "examples": list(self.examples)}
+
+
+def place_on_grid(key: str, frames: list[FrameBoxes], grid: Sequence[int], policy: str, source: str,
+                  report: OffGridReport) -> list[FrameBoxes]:
+    """``frames`` with every frame that holds boxes on the annotated ``grid`` (see the module docstring)."""
+    grid_array = np.unique(np.asarray(grid, dtype=np.int64))
+    on = set(grid_array.tolist())
+    off = [f.frame for f in frames if f.frame not in on and len(f.labels)]
+    if not off:
+        return frames
+    where = f"{source}, clip '{key}'"
+    if policy == "error" or not len(grid_array):
+        shown = ", ".join(map(str, off[:8])) + (f" and {len(off) - 8} more" if len(off) > 8 else "")
+        annotated = ", ".join(map(str, grid_array[:8].tolist())) + (", ..." if len(grid_array) > 8 else "")
+        raise GroundingInputError(
+            f"{where}: {len(off)} predicted frame(s) with boxes are not on the clip's annotation grid: {shown} "
+            f"(annotated frames: {annotated or 'none'}); 'frame' is the source-video frame index of an annotated "
+            "frame. Fix the file, or map each to the nearest annotated frame with --off-grid nearest")
+    out, taken = [], {}
+    for f in frames:
+        target = f.frame
+        if f.frame not in on:
+            if not len(f.labels):
+                continue  # an empty frame off the grid scores nothing either way
+            i = int(np.searchsorted(grid_array, f.frame))
+            below = grid_array[max(i - 1, 0)]
+            above = grid_array[min(i, len(grid_array) - 1)]
+            target = int(below if abs(f.frame - below) <= abs(above - f.frame) else above)
+        if target in taken:
+            raise GroundingInputError(f"{where}: predicted frames {taken[target]} and {f.frame} both map to "
+                                      f"annotated frame {target}; give one prediction per annotated frame")
+        taken[target] = f.frame
+        out.append(FrameBoxes(target, f.boxes, f.labels, f.scores) if target != f.frame else f)
+    report.mapped_frames += len(off)
+    report.clips += 1
+    if len(report.examples) < MAX_GRID_EXAMPLES:
+        report.examples.append(f"{where}: frames {off[:5]} mapped to the nearest annotated frames")
+    return out

@@ -16,7 +16,12 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from metrics.protocols.threshold_sweep import DEFAULT_THRESHOLDS, plot_threshold_sweep, threshold_sweep, write_curves_csv
+from metrics.protocols.threshold_sweep import (
+    DEFAULT_THRESHOLDS,
+    plot_threshold_sweep,
+    threshold_sweep,
+    write_curves_csv,
+)
 from sweeps.points import SweepPoint
 from sweeps.tables import DEFAULT_COLUMNS, tabulate
 

@@ -120,8 +120,9 @@ def read_predictions(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise PointingInputError(f"{path}: expected a mapping from clip key to prediction, got {type(data).__name__}")
     if data and not any(isinstance(v, Mapping) and "final_boxes" in v for v in data.values()):
-        raise PointingInputError(f"{path}: no clip has 'final_boxes'; pointing predictions come from cli.py predict "
-                                 "with configs/overlays/youcook_interactions.yaml or configs/overlays/groundingyoutube.yaml")
+        raise PointingInputError(f"{path}: no clip has 'final_boxes'; pointing predictions come from "
+                                 "cli.py predict with configs/overlays/youcook_interactions.yaml or "
+                                 "configs/overlays/groundingyoutube.yaml")
     return dict(data)
 
 

@@ -24,7 +24,9 @@ __all__ = ["MOVED", "install", "new_name"]
 
 # old dotted module name -> new dotted module name. Add a line when a module moves; remove it a
 # release later. Keep it sorted by old name.
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    "longvideo.stream": "formats.video",
+}
 
 
 def new_name(old: str) -> str | None:

@@ -246,19 +246,19 @@ def test_frames_past_the_end_are_an_error_not_copies(tmp_path):
     filled with copies of the last frame."""
     from datamodules.grounded_dataset import GroundedClipDataset
     from formats.records import GroundedRecord
-    from formats.video import _END_TOLERANCE
+    from formats.video import END_TOLERANCE
 
     drawn = marked_frames(3, seed=2)
     mp4 = write_video(tmp_path / "three.mp4", drawn, FPS)
     _write_folder(tmp_path / "three_frames", drawn, 1)
     for source in (PyAVVideoSource(mp4), FrameFolderSource(tmp_path / "three_frames")):
         with source:
-            within = source.read_frames(range(3 + _END_TOLERANCE))  # headers may overstate by a frame or two
-            np.testing.assert_array_equal(decode_marker(within), [0, 1, 2] + [2] * _END_TOLERANCE)
+            within = source.read_frames(range(3 + END_TOLERANCE))  # headers may overstate by a frame or two
+            np.testing.assert_array_equal(decode_marker(within), [0, 1, 2] + [2] * END_TOLERANCE)
             with pytest.raises(VideoDecodeError, match=r"frame 199 requested but the video has 3 frames"):
                 source.read_frames(range(200))
             with pytest.raises(VideoDecodeError, match=str(source.path.name)):
-                source.read_frames([3 + _END_TOLERANCE])
+                source.read_frames([3 + END_TOLERANCE])
 
     grid = list(range(0, 200, 5))
     record = GroundedRecord.from_dict({

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import av
@@ -426,7 +426,8 @@ class PyAVVideoSource:
                         if self._start_pts is None:
                             self._start_pts = frame.pts
                         index = self._index_of(frame.pts)
-                    index = max(index, last_index)  # two frames rounding to one slot (variable rate): the first serves it
+                    # two frames rounding to one slot (variable rate): the first serves it
+                    index = max(index, last_index)
                     jump = index - last_index
                     if error is not None or jump > MAX_SILENT_JUMP_S * float(rate):
                         yield from gap_until(index, error or f"no frame for {jump / float(rate):.2f} s")
@@ -448,7 +449,8 @@ class PyAVVideoSource:
                 yield int(wanted[w]), array
                 w += 1
         if w < len(wanted):
-            reason = error or f"the stream ends at frame {last_index} of the {self._declared_frames()} its header declares"
+            reason = error or (f"the stream ends at frame {last_index} of the {self._declared_frames()} "
+                               "its header declares")
             yield from gap_until(int(wanted[-1]) + 1, reason)
 
     def _declared_frames(self) -> str:

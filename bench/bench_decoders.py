@@ -22,8 +22,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-
 from bench_decoding import FPS, NUM_FRAMES, panning_clip
+
 from formats.frame_grids import annotation_grid
 from formats.video import VideoWriter, write_video
 

@@ -18,6 +18,8 @@ is what that GPU gets.
 """
 from __future__ import annotations
 
+from core.image_preprocessing import preprocess_global, preprocess_grounding
+
 import argparse
 import os
 import subprocess
@@ -27,10 +29,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from bench_decoding import FPS, NUM_FRAMES, panning_clip
 from torch.utils.data import DataLoader
 
-from bench_decoding import FPS, NUM_FRAMES, panning_clip
-from core.image_preprocessing import preprocess_global, preprocess_grounding
 from datamodules.grounded_dataset import GroundedClipDataset, GroundedCollate
 from datamodules.sampling import sample_segment_frames
 from formats.frame_grids import annotation_grid

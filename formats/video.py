@@ -132,6 +132,8 @@ class PyAVVideoSource:
         self._num_frames: int | None = None
         self._gap_seen = 0  # largest keyframe distance known so far (a lower bound of the true one)
         self._keyframes: np.ndarray | None | bool = False  # False: not looked up yet
+        self._skip_below = 0  # seeking: unreferenced frames before this index are not decoded
+        self._skipping = False
 
     def _seek(self, *args, **kwargs) -> None:
         self._moved = True
@@ -294,6 +296,18 @@ class PyAVVideoSource:
         run = pos - last_key if last_key is not None else 0  # no keyframe seen for this long
         return target - pos > max(run, int(round(_DEFAULT_GAP_S * float(self._rate))))
 
+    def _decode_packets(self) -> Iterator[av.VideoFrame]:
+        """Frames decoded from the current position on. A packet presented before ``_skip_below``
+        (the frame being sought) is decoded only when other frames refer to it: the decoder drops
+        unreferenced frames unseen, which changes no other frame's pixels (nothing refers to them)."""
+        context = self._stream.codec_context
+        for packet in self._container.demux(self._stream):
+            skip = packet.pts is not None and self._index_of(packet.pts) < self._skip_below
+            if skip != self._skipping:
+                context.skip_frame = "NONREF" if skip else "DEFAULT"
+                self._skipping = skip
+            yield from packet.decode()
+
     def _decode_from(self, target: int) -> Iterator[tuple[int, av.VideoFrame]]:
         """Seek to a keyframe at or before ``target`` and yield ``(index, frame)`` from there.
 
@@ -308,7 +322,7 @@ class PyAVVideoSource:
         while True:
             seek_to = max(0, target - back)
             self._seek(self._pts_of(seek_to), stream=self._stream, backward=True)
-            frames = self._container.decode(self._stream)
+            frames = self._decode_packets()
             first = next(frames, None)
             if first is None:
                 return
@@ -342,7 +356,7 @@ class PyAVVideoSource:
             while w < len(wanted):
                 target = int(wanted[w])
                 if target != pursuing:  # decide once per target: decode on, or seek ahead
-                    pursuing = target
+                    pursuing = self._skip_below = target
                     if self._should_seek(target, pos, last_key):
                         frames_iter = self._decode_from(target)
                         seek_from, pos, last_key = pos, None, None
@@ -375,6 +389,11 @@ class PyAVVideoSource:
                     w += 1
         except av.FFmpegError as err:
             raise VideoDecodeError(f"{self.path}: decoding failed ({err})") from None
+        finally:  # every other way of reading decodes every frame
+            self._skip_below = 0
+            if self._skipping:
+                self._stream.codec_context.skip_frame = "DEFAULT"
+                self._skipping = False
         return np.stack([got[int(i)] for i in requested])
 
     def stream(self, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray] | DecodeGap]:

@@ -1,6 +1,8 @@
 """The training input pipeline gives the model exactly what a plain reference computes for a seed:
 the sampled grid frames decoded from scratch, resized with PIL and normalised, whatever readers
 the dataset keeps open and in whatever order clips are read."""
+from core.image_preprocessing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD
+
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +10,6 @@ import pytest
 import torch
 from PIL import Image
 
-from core.image_preprocessing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD
 from datamodules.grounded_dataset import OPEN_VIDEOS, GroundedClipDataset, GroundedCollate
 from datamodules.sampling import sample_rng, sample_segment_frames
 from formats.records import GroundedRecord

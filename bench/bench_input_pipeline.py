@@ -32,7 +32,7 @@ import torch
 from bench_decoding import FPS, NUM_FRAMES, panning_clip
 from torch.utils.data import DataLoader
 
-from datamodules.grounded_dataset import GroundedClipDataset, GroundedCollate
+from datamodules.grounded_dataset import OPEN_VIDEOS, GroundedClipDataset, GroundedCollate
 from datamodules.sampling import sample_segment_frames
 from formats.frame_grids import annotation_grid
 from formats.records import GroundedRecord
@@ -108,7 +108,8 @@ def time_project(root: Path, records: list, repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clips", type=int, default=6)
-    parser.add_argument("--video-seconds", type=int, default=64)
+    parser.add_argument("--videos", type=int, default=OPEN_VIDEOS + 1)
+    parser.add_argument("--video-seconds", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--released-repeats", type=int, default=1)
     args = parser.parse_args()
@@ -118,15 +119,19 @@ def main() -> None:
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; {args.clips} clips of {NUM_FRAMES} frames "
-          f"at {FPS} fps (40 grid frames; 8 sampled) from a {args.video_seconds}-s video; torch threads 1")
+          f"at {FPS} fps (40 grid frames; 8 sampled) from {args.videos} {args.video_seconds}-s videos in turn; "
+          "torch threads 1")
     print(f"{'size':>9} {'released clips/CPU-s':>21} {'project clips/CPU-s':>20} {'ratio':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for width, height in ((455, 256), (1280, 720)):
-            path = source_video(root / f"v{width}.mp4", width, height, args.video_seconds, rng)
+            paths = [source_video(root / f"v{width}_{v}.mp4", width, height, args.video_seconds, rng)
+                     for v in range(args.videos)]
             last_start = (args.video_seconds // 8 * 8 - 8) * FPS
             starts = rng.integers(0, last_start + 1, args.clips)
-            records = [training_record(path, width, height, int(s), i) for i, s in enumerate(starts)]
+            # consecutive clips come from different videos, more than a worker keeps open: every clip
+            # opens its video, as in training where clips are drawn from the whole dataset
+            records = [training_record(paths[i % len(paths)], width, height, int(s), i) for i, s in enumerate(starts)]
             released = time_released(ffmpeg, root, records, args.released_repeats)
             project = time_project(root, records, args.repeats)
             print(f"{f'{width}x{height}':>9} {released:>21.3f} {project:>20.3f} {project / released:>6.1f}x")

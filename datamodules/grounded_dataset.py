@@ -39,8 +39,9 @@ ON_ERROR = ("skip", "raise")
 SKIPPABLE_ERRORS = (VideoDecodeError, FileNotFoundError, OSError, RecordError)
 # Videos a dataset keeps open per process (each DataLoader worker has its own): clips of one video
 # read one after another (evaluation, the clips of a long video) reuse its reader instead of
-# reopening the file and re-reading its index.
-OPEN_VIDEOS = 4
+# reopening the file and re-reading its index. Each open reader holds its decoder's reference
+# frames (up to tens of MB at 1080p), hence few.
+OPEN_VIDEOS = 2
 
 
 class GroundedClipDataset(Dataset):

@@ -2,8 +2,8 @@
 
 :class:`LongVideoDataModule` is :class:`datamodules.grounded_datamodule.GroundedVideoDataModule`
 whose predict loader streams ``data.videos`` (:class:`LongVideoClips`): every video is decoded in
-one forward pass (:meth:`formats.video.PyAVVideoSource.stream`), its grid frames are cut into clips on the grid or at
-shot boundaries (:mod:`longvideo.segments`), and each clip is preprocessed exactly as
+one forward pass (:meth:`formats.video.PyAVVideoSource.stream`), its grid frames are cut into clips
+on the grid or at shot boundaries (:mod:`longvideo.segments`), and each clip is preprocessed exactly as
 :class:`datamodules.video_folder.VideoFolderDataset` would (same keys, same tensors) and handed
 on, so only the clips in flight are ever in memory. A decoding gap in the middle of a video skips
 the clips it touches (named with their times) and the stream goes on after it.

@@ -122,12 +122,12 @@ def child_decode(path: str) -> None:
 
     from datamodules.video_folder import probe_videos
     from formats.frame_grids import annotation_grid
-    from longvideo.stream import stream_frames
+    from formats.video import stream_frames
 
     (info,), _ = probe_videos(path, "raise")
     grid = annotation_grid(info.fps, 0, info.num_frames - 1)
     cpu, wall = time.process_time(), time.perf_counter()
-    count = sum(1 for _ in stream_frames(path, grid, info.fps, info.num_frames))
+    count = sum(1 for _ in stream_frames(path, grid))
     print(json.dumps({"grid": count, "cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
                       "frames": info.num_frames, "check": int(np.sum(grid[:3]))}))
 

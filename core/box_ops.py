@@ -3,10 +3,12 @@
 torchvision's compiled box kernels are unavailable on CPU torch here (see
 :mod:`core.torchvision_compat`), and the metrics need exact, broadcastable IoU anyway.
 Conventions: ``xyxy`` = pixel or normalised ``[x1, y1, x2, y2]``; ``cxcywh`` = centre, width,
-height. All functions accept any leading batch shape ``(..., 4)``.
+height. All functions accept any leading batch shape ``(..., 4)``; :func:`numpy_box_iou_pairwise`
+serves numpy callers with the same formula.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -72,6 +74,18 @@ def box_iou_pairwise(a: Tensor, b: Tensor) -> Tensor:
     """Element-wise IoU of xyxy boxes with broadcastable shapes ``(..., 4)``; 0 where union is 0."""
     inter, union = _intersection_union(a, b)
     return torch.where(union > 0, inter / union.clamp(min=torch.finfo(union.dtype).tiny), torch.zeros_like(inter))
+
+
+def numpy_box_iou_pairwise(a, b) -> np.ndarray:
+    """:func:`box_iou_pairwise` of numpy xyxy boxes (broadcastable ``(..., 4)``), as a numpy array.
+
+    Floating inputs keep their precision (float32 and float64 give float64, as numpy promotes);
+    integer inputs are computed in float64."""
+    def tensor(x) -> Tensor:
+        x = np.asarray(x)
+        return torch.tensor(x if np.issubdtype(x.dtype, np.floating) else x.astype(np.float64))
+
+    return box_iou_pairwise(tensor(a), tensor(b)).numpy()
 
 
 def box_iou(a: Tensor, b: Tensor) -> Tensor:

@@ -57,8 +57,9 @@ def _float_chunks(frames, transform) -> torch.Tensor:
 
 
 def _pil_resize(frames, size: tuple[int, int], resample: str) -> torch.Tensor:
-    """8-bit frames ``(N, H, W, 3)`` resized one by one with PIL -> ``(N, 3, h, w)`` float32 in 0..255
-    (whole grey levels, as PIL writes them). The released preprocessing is PIL's, frame by frame."""
+    """8-bit frames ``(N, H, W, 3)`` resized one by one with PIL -> ``(N, 3, h, w)`` uint8 (a view
+    of the channels-last result; whole grey levels, as PIL writes them). The released preprocessing is
+    PIL's, frame by frame. Kept 8-bit so that cropping and reordering move a quarter of the bytes floats would."""
     from PIL import Image
 
     array = frames.numpy() if isinstance(frames, torch.Tensor) else np.asarray(frames)
@@ -70,7 +71,7 @@ def _pil_resize(frames, size: tuple[int, int], resample: str) -> torch.Tensor:
         resized = array
     else:
         resized = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(f)).resize((w, h), filt)) for f in array])
-    return torch.from_numpy(resized).permute(0, 3, 1, 2).float()
+    return torch.from_numpy(resized).permute(0, 3, 1, 2)
 
 
 def _clip_size(h: int, w: int, image_size: int) -> tuple[int, int]:
@@ -93,7 +94,7 @@ def preprocess_global(frames, image_size: int, mode: str = "squash") -> torch.Te
     if mode == "clip":
         h, w = np.shape(frames)[1:3]
         x = _pil_resize(frames, _clip_size(h, w, image_size), "bicubic")
-        return _clip_normalise(_centre_crop(x, image_size))
+        return _clip_normalise(_centre_crop(x, image_size).contiguous().float())
     return _clip_normalise(_float_chunks(frames, lambda x: _global_geometry(x, image_size, mode)))
 
 
@@ -154,7 +155,7 @@ def preprocess_grounding(frames, image_size: int, mode: str = "float") -> torch.
     if mode not in GROUNDING_RESIZE_MODES:
         raise ValueError(f"grounding resize mode must be one of {GROUNDING_RESIZE_MODES}, got {mode!r}")
     if mode == "sam":
-        x = _pil_resize(frames, _longest_side_size(*np.shape(frames)[1:3], image_size), "bilinear")
+        x = _pil_resize(frames, _longest_side_size(*np.shape(frames)[1:3], image_size), "bilinear").contiguous().float()
     else:
         x = _float_chunks(frames, lambda t: _resize_longest(t, image_size))
     mean = torch.tensor(SAM_MEAN).view(1, 3, 1, 1)

@@ -25,6 +25,7 @@ __all__ = ["MOVED", "install", "new_name"]
 # old dotted module name -> new dotted module name. Add a line when a module moves; remove it a
 # release later. Keep it sorted by old name.
 MOVED: dict[str, str] = {
+    "longvideo.stream": "formats.video",
     "metrics.anet_entities": "metrics.protocols.anet_entities",
     "metrics.captioning": "metrics.functional.captioning",
     "metrics.center_frame": "metrics.protocols.center_frame",

@@ -16,8 +16,10 @@ from core.box_ops import normalize_boxes, xyxy_to_cxcywh
 from core.image_preprocessing import preprocess_global, preprocess_grounding
 
 import logging
+import os
 import random
 import zlib
+from collections import OrderedDict
 from collections.abc import Sequence as SequenceABC
 from pathlib import Path
 from typing import Any, Sequence
@@ -35,6 +37,11 @@ ON_ERROR = ("skip", "raise")
 # What a sample may fail with without killing a run: a missing/corrupt video, or (for records read
 # lazily per sample, e.g. HowToGround1M) a missing or malformed annotation file.
 SKIPPABLE_ERRORS = (VideoDecodeError, FileNotFoundError, OSError, RecordError)
+# Videos a dataset keeps open per process (each DataLoader worker has its own): clips of one video
+# read one after another (evaluation, the clips of a long video) reuse its reader instead of
+# reopening the file and re-reading its index. Each open reader holds its decoder's reference
+# frames (up to tens of MB at 1080p), hence few.
+OPEN_VIDEOS = 2
 
 
 class GroundedClipDataset(Dataset):
@@ -124,9 +131,52 @@ class GroundedClipDataset(Dataset):
 
         Frame indices are source frames of the annotation grid; datasets whose records number
         frames differently (ActivityNet-Entities' 10 sampled frames) override this mapping.
+        Every read seeks afresh, so a reused reader gives the frames a new one would.
         """
-        with open_video(self.video_root, record.video_fname) as video:
-            return video.read_frames(frame_indices.tolist())
+        key = record.video_fname
+        video, kept = self._open_reader(key)
+        try:
+            frames = video.read_frames(frame_indices.tolist())
+        except BaseException:
+            kept = False
+            self._readers.pop(key, None)
+            raise
+        finally:
+            if not kept:
+                video.close()
+        return frames
+
+    def _open_reader(self, video_fname: str):
+        """``(reader, kept)``: the reader of ``video_fname`` from this process's :data:`OPEN_VIDEOS`
+        most recent ones, or newly opened (a file changed on disk since it was opened is reopened);
+        ``kept``: whether it stays open for the next clip."""
+        if getattr(self, "_readers_pid", None) != os.getpid():  # a forked worker starts with none of its own
+            self._readers: OrderedDict = OrderedDict()
+            self._readers_pid = os.getpid()
+        path = find_video(self.video_root, video_fname)
+        stamp = None
+        if path is not None and path.is_file():
+            stat = path.stat()
+            stamp = (str(path), stat.st_mtime_ns, stat.st_size)
+        cached = self._readers.pop(video_fname, None)
+        if cached is not None and stamp is not None and cached[0] == stamp:
+            self._readers[video_fname] = cached
+            return cached[1], True
+        if cached is not None:
+            cached[1].close()
+        video = open_video(self.video_root, video_fname)
+        if stamp is not None:  # frame folders are not kept: each frame is a file read anyway
+            self._readers[video_fname] = (stamp, video)
+            while len(self._readers) > OPEN_VIDEOS:
+                self._readers.popitem(last=False)[1][1].close()
+        return video, stamp is not None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (spawned workers) without the open readers."""
+        state = dict(self.__dict__)
+        state.pop("_readers", None)
+        state.pop("_readers_pid", None)
+        return state
 
     def sample_positions(self, record: GroundedRecord, rng: np.random.Generator) -> np.ndarray:
         num_annotated = len(record.bboxes)
@@ -172,6 +222,8 @@ class GroundedClipDataset(Dataset):
 def _pad_stack(tensors: list[torch.Tensor], dims: Sequence[int], value=0) -> torch.Tensor:
     """Stack tensors padding the given dims to their max size."""
     shape = list(tensors[0].shape)
+    if all(t.shape == tensors[0].shape for t in tensors):  # nothing to pad (training: T frames each)
+        return torch.stack(tensors)
     for d in dims:
         shape[d] = max(t.shape[d] for t in tensors)
     out = tensors[0].new_full((len(tensors), *shape), value)

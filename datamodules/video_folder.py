@@ -20,34 +20,20 @@ import glob
 import logging
 import os
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
-
-import numpy as np
 
 from datamodules.grounded_dataset import GroundedClipDataset
 from formats.frame_grids import annotation_grid, annotation_step
 from formats.records import GroundedRecord
-from formats.video import PyAVVideoSource, VideoDecodeError
+from formats.unannotated_records import unannotated_record
+from formats.video import VideoDecodeError, VideoInfo, probe_video
 
 log = logging.getLogger(__name__)
 
 # What a folder is searched for; a file named directly (or by a glob) is tried whatever its suffix.
 VIDEO_FILE_SUFFIXES = (".mp4", ".webm", ".mkv", ".mov", ".avi", ".m4v", ".mpg", ".mpeg")
 _GLOB_CHARS = set("*?[")
-
-
-@dataclass(frozen=True)
-class VideoInfo:
-    """What prediction needs to know about one video file."""
-
-    path: Path
-    video_id: str
-    num_frames: int
-    fps: float
-    width: int
-    height: int
 
 
 def list_videos(spec: str | Path, key: str = "data.videos") -> list[Path]:
@@ -85,15 +71,6 @@ def video_ids(paths: Sequence[Path]) -> list[str]:
         else:
             ids.append(stem)
     return ids
-
-
-def probe_video(path: Path, video_id: str) -> VideoInfo:
-    """Open a file and read its frame count, rate and size (headers, or a demux for some containers)."""
-    with PyAVVideoSource(path) as video:
-        num_frames = video.num_frames
-        if num_frames <= 0:
-            raise VideoDecodeError(f"{path}: the video has no frames")
-        return VideoInfo(path, video_id, num_frames, video.fps, video.width, video.height)
 
 
 def probe_videos(videos: str | Path, on_error: str = "skip") -> tuple[list[VideoInfo], list[tuple[str, str]]]:
@@ -150,18 +127,10 @@ def clip_records(info: VideoInfo, clip_seconds: float | None = 8.0,
     grid = annotation_grid(info.fps, 0, info.num_frames - 1)
     clips = plan_clips(len(grid), seconds_to_grid_frames(clip_seconds, info.fps),
                        seconds_to_grid_frames(stride_seconds, info.fps))
-    records = []
-    for index, (start, stop) in enumerate(clips):
-        # the clip's last frame lies just before the next grid frame, so its grid is grid[start:stop]
-        end = info.num_frames - 1 if stop == len(grid) else int(grid[stop - 1]) + step - 1
-        n = stop - start
-        records.append(GroundedRecord(
-            video_fname=str(info.path.resolve()), video_id=info.video_id, clip_id=str(index), fps=info.fps,
-            clip_start_frame=int(grid[start]), clip_end_frame=end, width=info.width, height=info.height,
-            caption="", tagged_caption="", phrases=[], bboxes=[np.zeros((0, 4), np.float32)] * n,
-            labels=[[] for _ in range(n)], extra={"num_frames": info.num_frames},
-        ))
-    return records
+    # the clip's last frame lies just before the next grid frame, so its grid is grid[start:stop]
+    return [unannotated_record(info, int(grid[start]), None if stop == len(grid) else int(grid[stop - 1]) + step - 1,
+                               str(index))
+            for index, (start, stop) in enumerate(clips)]
 
 
 class VideoFolderDataset(GroundedClipDataset):

@@ -1,5 +1,6 @@
-"""Video access: decode just the frames a clip needs, from a video file or a folder of frame images;
-and the one H.264 writer (:class:`VideoWriter`, :func:`write_video`).
+"""Video access, the one place videos are opened and decoded: read just the frames a clip needs
+(seeking), or stream a whole video once (:meth:`PyAVVideoSource.stream`); probe a file
+(:func:`probe_video`); frame folders; and the one H.264 writer (:class:`VideoWriter`, :func:`write_video`).
 
 GROVE samples 8 frames per clip (GROVE paper, supp. C), so decoding every frame of an 8-s clip to keep 8 wastes
 most of the work. :class:`PyAVVideoSource` seeks to the keyframe before each wanted frame and
@@ -10,12 +11,15 @@ annotation grid (5 fps, in source frames) counts source frames.
 Frames come upright: a video whose display matrix rotates it (phone videos filmed in portrait)
 is turned by the same quarter turns the player would apply, and ``width``/``height`` describe the
 turned frames, so boxes are in the coordinates people see (``autorotate=False`` keeps the stored
-orientation).
+orientation). Seeking and streaming share the frame numbering, the rotation rule
+(:func:`quarter_turns`) and the end tolerance (:data:`END_TOLERANCE`), so a clip's frames are the same
+whichever way it is read.
 """
 from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -30,23 +34,52 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 # Requests up to this many frames past the last frame (or the last decodable one) are served by the
 # last frame: headers that overstate a video's length by a frame or two are common. A request
 # further out asks for frames that do not exist: an error for that clip, never made-up frames.
-_END_TOLERANCE = 2
+END_TOLERANCE = 2
 # Frame rates outside this range are taken as a broken header; the rate is then measured from the
 # first frames' timestamps, and a video whose timestamps agree with the header is refused.
 MIN_FPS, MAX_FPS = 1.0, 1000.0
 _RATE_PROBE_PACKETS = 32
 # Keyframe gap assumed (in seconds) while neither the index nor decoding has shown one.
 _DEFAULT_GAP_S = 2.0
+# Streaming: a jump over more than this many seconds between decoded frames, without a decoder
+# error, is a gap too.
+MAX_SILENT_JUMP_S = 1.0
 
 
 class VideoDecodeError(RuntimeError):
     """A video (or frame folder) could not be opened or decoded; the message names the file."""
 
 
+@dataclass(frozen=True)
+class DecodeGap:
+    """Frames ``first..last`` (source indices) could not be decoded while streaming; ``reason`` names the error."""
+
+    first: int
+    last: int
+    start_s: float
+    end_s: float
+    reason: str
+
+    def describe(self, path: str | Path) -> str:
+        return (f"{path}: frames {self.first}-{self.last} ({self.start_s:.2f}-{self.end_s:.2f} s) not decoded: "
+                f"{self.reason}")
+
+
+def quarter_turns(degrees: float | None, path: str | Path = "") -> int:
+    """Counter-clockwise quarter turns for a display rotation of ``degrees`` (a frame's ``rotation``):
+    the nearest quarter turn, with a warning naming the file when the angle is not one."""
+    degrees = int(degrees or 0)
+    turns = int(round(degrees / 90.0))
+    if degrees != 90 * turns:
+        log.warning("%s: display rotation of %d degrees is not a quarter turn; frames are turned by %d",
+                    path, degrees, 90 * turns)
+    return turns % 4
+
+
 def _wanted_frames(indices: Sequence[int], num_frames: int, source: str) -> tuple[np.ndarray, np.ndarray]:
     """Requested indices clamped to the last frame, and their sorted unique values.
 
-    Indices more than :data:`_END_TOLERANCE` past the last frame are a :class:`VideoDecodeError`
+    Indices more than :data:`END_TOLERANCE` past the last frame are a :class:`VideoDecodeError`
     (the clip's frame range runs past the video's end), which datasets skip and report under
     their ``on_corrupt`` policy.
     """
@@ -55,7 +88,7 @@ def _wanted_frames(indices: Sequence[int], num_frames: int, source: str) -> tupl
         raise IndexError(f"{source}: negative frame index {int(idx.min())} requested")
     if num_frames <= 0:
         raise VideoDecodeError(f"{source}: the video has no frames")
-    if idx.size and idx.max() > num_frames - 1 + _END_TOLERANCE:
+    if idx.size and idx.max() > num_frames - 1 + END_TOLERANCE:
         beyond = int(np.count_nonzero(idx > num_frames - 1))
         raise VideoDecodeError(
             f"{source}: frame {int(idx.max())} requested but the video has {num_frames} frames "
@@ -69,12 +102,15 @@ class PyAVVideoSource:
     """A video file decoded with PyAV (FFmpeg), reading frames by index with keyframe seeking.
 
     ``autorotate``: apply the display matrix's rotation (a multiple of 90 degrees; other angles
-    are rounded to the nearest quarter turn with a warning).
+    are rounded to the nearest quarter turn with a warning). ``thread_type``: FFmpeg's decoder
+    threading (``"AUTO"`` decodes several frames at once: worth it for :meth:`stream`, a cost for
+    sparse seeks, which must flush the threads' frames at every seek).
     """
 
-    def __init__(self, path: str | Path, autorotate: bool = True):
+    def __init__(self, path: str | Path, autorotate: bool = True, thread_type: str | None = None):
         self.path = Path(path)
         self.autorotate = autorotate
+        self._moved = False  # whether the container was ever seeked (it starts at the stream's start)
         self._quarter_turns: int | None = None  # counter-clockwise quarter turns; None: not known yet
         try:
             self._container = av.open(str(self.path))
@@ -84,6 +120,8 @@ class PyAVVideoSource:
             self._container.close()
             raise VideoDecodeError(f"{self.path}: the file has no video stream")
         self._stream = self._container.streams.video[0]
+        if thread_type is not None:
+            self._stream.thread_type = thread_type
         rate = self._stream.average_rate or self._stream.guessed_rate or self._stream.base_rate
         if not rate or rate <= 0:
             self._container.close()
@@ -94,6 +132,12 @@ class PyAVVideoSource:
         self._num_frames: int | None = None
         self._gap_seen = 0  # largest keyframe distance known so far (a lower bound of the true one)
         self._keyframes: np.ndarray | None | bool = False  # False: not looked up yet
+        self._skip_below = 0  # seeking: unreferenced frames before this index are not decoded
+        self._skipping = False
+
+    def _seek(self, *args, **kwargs) -> None:
+        self._moved = True
+        self._container.seek(*args, **kwargs)
 
     def _plausible_rate(self, rate: Fraction) -> Fraction:
         """The header's rate when within ``MIN_FPS..MAX_FPS``; else the rate the first packets'
@@ -114,7 +158,7 @@ class PyAVVideoSource:
     def _rate_from_timestamps(self) -> Fraction | None:
         """Frames per second from the median gap of the first packets' presentation timestamps."""
         try:
-            self._container.seek(0)
+            self._seek(0)
             stamps = []
             for packet in self._container.demux(self._stream):
                 if packet.pts is not None and packet.size > 0:
@@ -156,7 +200,7 @@ class PyAVVideoSource:
                 self._quarter_turns = 0
             else:
                 try:
-                    self._container.seek(0)
+                    self._seek(0)
                     first = next(self._container.decode(self._stream), None)
                 except av.FFmpegError as err:
                     raise VideoDecodeError(f"{self.path}: decoding failed ({err})") from None
@@ -166,12 +210,8 @@ class PyAVVideoSource:
     def _note_rotation(self, frame: av.VideoFrame | None) -> None:
         if self._quarter_turns is not None:
             return
-        degrees = int(getattr(frame, "rotation", 0) or 0) if (frame is not None and self.autorotate) else 0
-        turns = int(round(degrees / 90.0))
-        if degrees != 90 * turns:
-            log.warning("%s: display rotation of %d degrees is not a quarter turn; frames are turned by %d",
-                        self.path, degrees, 90 * turns)
-        self._quarter_turns = turns % 4
+        degrees = getattr(frame, "rotation", 0) if (frame is not None and self.autorotate) else 0
+        self._quarter_turns = quarter_turns(degrees, self.path)
 
     def _upright(self, frame: av.VideoFrame) -> np.ndarray:
         self._note_rotation(frame)
@@ -192,7 +232,7 @@ class PyAVVideoSource:
             if count <= 0:
                 count = self._count_packets()
                 implied = self._frames_from_duration()
-                if implied is not None and count < implied - max(_END_TOLERANCE, 0.02 * implied):
+                if implied is not None and count < implied - max(END_TOLERANCE, 0.02 * implied):
                     raise VideoDecodeError(
                         f"{self.path}: the header's duration implies {implied} frames but only {count} "
                         "could be demuxed (truncated file?)")
@@ -212,7 +252,7 @@ class PyAVVideoSource:
 
     def _count_packets(self) -> int:
         try:
-            self._container.seek(0)
+            self._seek(0)
             count = sum(1 for p in self._container.demux(self._stream) if p.size > 0)
         except av.FFmpegError as err:
             raise VideoDecodeError(f"{self.path}: cannot demux the video stream ({err})") from None
@@ -256,6 +296,18 @@ class PyAVVideoSource:
         run = pos - last_key if last_key is not None else 0  # no keyframe seen for this long
         return target - pos > max(run, int(round(_DEFAULT_GAP_S * float(self._rate))))
 
+    def _decode_packets(self) -> Iterator[av.VideoFrame]:
+        """Frames decoded from the current position on. A packet presented before ``_skip_below``
+        (the frame being sought) is decoded only when other frames refer to it: the decoder drops
+        unreferenced frames unseen, which changes no other frame's pixels (nothing refers to them)."""
+        context = self._stream.codec_context
+        for packet in self._container.demux(self._stream):
+            skip = packet.pts is not None and self._index_of(packet.pts) < self._skip_below
+            if skip != self._skipping:
+                context.skip_frame = "NONREF" if skip else "DEFAULT"
+                self._skipping = skip
+            yield from packet.decode()
+
     def _decode_from(self, target: int) -> Iterator[tuple[int, av.VideoFrame]]:
         """Seek to a keyframe at or before ``target`` and yield ``(index, frame)`` from there.
 
@@ -263,14 +315,14 @@ class PyAVVideoSource:
         past the target; then it seeks again from further back, down to the stream start.
         """
         if self._start_pts is None:  # header without a start time: take the first frame's
-            self._container.seek(0)
+            self._seek(0)
             first = next(self._container.decode(self._stream), None)
             self._start_pts = first.pts if first is not None and first.pts is not None else 0
         back = 0
         while True:
             seek_to = max(0, target - back)
-            self._container.seek(self._pts_of(seek_to), stream=self._stream, backward=True)
-            frames = self._container.decode(self._stream)
+            self._seek(self._pts_of(seek_to), stream=self._stream, backward=True)
+            frames = self._decode_packets()
             first = next(frames, None)
             if first is None:
                 return
@@ -288,7 +340,7 @@ class PyAVVideoSource:
     def read_frames(self, indices: Sequence[int]) -> np.ndarray:
         """Frames at ``indices`` (any order, repeats allowed) as ``(N, H, W, 3)`` uint8 RGB.
 
-        Indices up to :data:`_END_TOLERANCE` past the end are served by the last frame (headers
+        Indices up to :data:`END_TOLERANCE` past the end are served by the last frame (headers
         and annotations sometimes overstate the length by a frame); further ones are an error.
         Only the GOPs holding wanted frames are decoded.
         """
@@ -304,13 +356,13 @@ class PyAVVideoSource:
             while w < len(wanted):
                 target = int(wanted[w])
                 if target != pursuing:  # decide once per target: decode on, or seek ahead
-                    pursuing = target
+                    pursuing = self._skip_below = target
                     if self._should_seek(target, pos, last_key):
                         frames_iter = self._decode_from(target)
                         seek_from, pos, last_key = pos, None, None
                 item = next(frames_iter, None)
                 if item is None:  # end of stream before the target
-                    if last_frame is None or target - last_index > _END_TOLERANCE:
+                    if last_frame is None or target - last_index > END_TOLERANCE:
                         reached = "none" if last_index is None else f"frame {last_index}"
                         raise VideoDecodeError(
                             f"{self.path}: the stream ends before frame {target} of the {self.num_frames} "
@@ -337,12 +389,99 @@ class PyAVVideoSource:
                     w += 1
         except av.FFmpegError as err:
             raise VideoDecodeError(f"{self.path}: decoding failed ({err})") from None
+        finally:  # every other way of reading decodes every frame
+            self._skip_below = 0
+            if self._skipping:
+                self._stream.codec_context.skip_frame = "DEFAULT"
+                self._skipping = False
         return np.stack([got[int(i)] for i in requested])
+
+    def stream(self, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray] | DecodeGap]:
+        """Yield ``(index, frame)`` for every index of ``wanted`` (sorted, unique), in order, and a
+        :class:`DecodeGap` where wanted frames could not be decoded: one forward pass, no seek.
+
+        Long videos are read once, packet by packet, and no frame is kept after it is handed on, so
+        memory does not grow with the video's length. A packet the decoder rejects does not end the
+        pass: the frames it would have produced become a gap (its time and the decoder's message)
+        and decoding resumes at the next packet that decodes. Frames are numbered as
+        :meth:`read_frames` numbers them, so a variable-frame-rate video is read on its nominal
+        grid: a wanted index is served by the first frame presented at or after it.
+        """
+        wanted = np.asarray(wanted, dtype=np.int64).reshape(-1)
+        if wanted.size == 0:
+            return
+        if wanted.min() < 0 or np.any(np.diff(wanted) <= 0):
+            raise ValueError(f"{self.path}: streamed frame indices must be sorted, unique and >= 0")
+        rate = self._rate
+        w = 0
+        last_index = -1  # index of the last frame decoded
+        error: str | None = None  # a decoder error since the last good frame
+        last_frame = None
+
+        def gap_until(index: int, reason: str) -> Iterator[DecodeGap]:
+            nonlocal w
+            first = w
+            while w < len(wanted) and wanted[w] < index:
+                w += 1
+            if w > first:
+                lo, hi = int(wanted[first]), int(wanted[w - 1])
+                yield DecodeGap(lo, hi, lo / float(rate), (hi + 1) / float(rate), reason)
+
+        try:
+            if self._moved:  # a fresh container is at the start already (no seek: nothing to flush)
+                self._seek(0)
+            for packet in self._container.demux(self._stream):
+                if w >= len(wanted):
+                    break
+                try:
+                    frames = packet.decode()
+                except av.FFmpegError as err:
+                    error = f"{type(err).__name__}: {err}"
+                    continue
+                for frame in frames:
+                    if frame.pts is None:
+                        index = last_index + 1
+                    else:
+                        if self._start_pts is None:
+                            self._start_pts = frame.pts
+                        index = self._index_of(frame.pts)
+                    # two frames rounding to one slot (variable rate): the first serves it
+                    index = max(index, last_index)
+                    jump = index - last_index
+                    if error is not None or jump > MAX_SILENT_JUMP_S * float(rate):
+                        yield from gap_until(index, error or f"no frame for {jump / float(rate):.2f} s")
+                    error = None
+                    last_index, last_frame = index, frame
+                    if w >= len(wanted) or wanted[w] > index:
+                        continue
+                    array = self._upright(frame)
+                    while w < len(wanted) and wanted[w] <= index:
+                        yield int(wanted[w]), array
+                        w += 1
+        except av.FFmpegError as err:
+            raise VideoDecodeError(f"{self.path}: decoding failed ({err})") from None
+        # the end: frames wanted past the last decoded one (a header overstating the length by a frame or two)
+        near_end = last_frame is not None and int(wanted[-1]) - last_index <= END_TOLERANCE
+        if w < len(wanted) and error is None and near_end:
+            array = self._upright(last_frame)
+            while w < len(wanted):
+                yield int(wanted[w]), array
+                w += 1
+        if w < len(wanted):
+            reason = error or (f"the stream ends at frame {last_index} of the {self._declared_frames()} "
+                               "its header declares")
+            yield from gap_until(int(wanted[-1]) + 1, reason)
+
+    def _declared_frames(self) -> str:
+        try:
+            return str(self.num_frames)
+        except VideoDecodeError:
+            return "?"
 
     def read_all(self) -> np.ndarray:
         """Every frame in presentation order, ``(N, H, W, 3)`` uint8 RGB (for baselines and tests)."""
         try:
-            self._container.seek(0)
+            self._seek(0)
             frames = [self._upright(f) for f in self._container.decode(self._stream)]
         except av.FFmpegError as err:
             raise VideoDecodeError(f"{self.path}: decoding failed ({err})") from None
@@ -417,7 +556,7 @@ class FrameFolderSource:
         return arr
 
     def read_frames(self, indices: Sequence[int]) -> np.ndarray:
-        """Frames at ``indices`` (any order, repeats allowed; up to :data:`_END_TOLERANCE` past the end
+        """Frames at ``indices`` (any order, repeats allowed; up to :data:`END_TOLERANCE` past the end
         = last frame), uint8 RGB."""
         requested, wanted = _wanted_frames(indices, self.num_frames, str(self.path))
         if wanted.size == 0:
@@ -470,6 +609,36 @@ def open_video(root: str | Path, video_fname: str, **folder_kwargs) -> PyAVVideo
     if stem.is_dir():
         return FrameFolderSource(stem, **folder_kwargs)
     raise FileNotFoundError(f"video '{video_fname}' not found; tried: {', '.join(str(p) for p in candidates)}")
+
+
+def stream_frames(path: str | Path, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray] | DecodeGap]:
+    """:meth:`PyAVVideoSource.stream` of the file at ``path``, with frame threading (one pass, no seek)."""
+    with PyAVVideoSource(path, thread_type="AUTO") as video:
+        yield from video.stream(wanted)
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """What clip planning and prediction need to know about one video file."""
+
+    path: Path
+    video_id: str
+    num_frames: int
+    fps: float
+    width: int
+    height: int
+
+
+def probe_video(path: str | Path, video_id: str | None = None) -> VideoInfo:
+    """Open a file and read its frame count, rate and (upright) size: headers, or a demux for some
+    containers. ``video_id`` defaults to the file's stem."""
+    path = Path(path)
+    with PyAVVideoSource(path) as video:
+        num_frames = video.num_frames
+        if num_frames <= 0:
+            raise VideoDecodeError(f"{path}: the video has no frames")
+        return VideoInfo(path, path.stem if video_id is None else video_id, num_frames, video.fps, video.width,
+                         video.height)
 
 
 class VideoWriter:

@@ -2,8 +2,8 @@
 
 :class:`LongVideoDataModule` is :class:`datamodules.grounded_datamodule.GroundedVideoDataModule`
 whose predict loader streams ``data.videos`` (:class:`LongVideoClips`): every video is decoded in
-one forward pass (:mod:`longvideo.stream`), its grid frames are cut into clips on the grid or at
-shot boundaries (:mod:`longvideo.segments`), and each clip is preprocessed exactly as
+one forward pass (:meth:`formats.video.PyAVVideoSource.stream`), its grid frames are cut into clips
+on the grid or at shot boundaries (:mod:`longvideo.segments`), and each clip is preprocessed exactly as
 :class:`datamodules.video_folder.VideoFolderDataset` would (same keys, same tensors) and handed
 on, so only the clips in flight are ever in memory. A decoding gap in the middle of a video skips
 the clips it touches (named with their times) and the stream goes on after it.
@@ -23,13 +23,13 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule
 from datamodules.grounded_dataset import GroundedClipDataset, GroundedCollate
-from datamodules.video_folder import VideoInfo, probe_videos, seconds_to_grid_frames
+from datamodules.video_folder import probe_videos, seconds_to_grid_frames
 from formats.frame_grids import annotation_grid, annotation_step
 from formats.records import GroundedRecord
-from formats.video import VideoDecodeError
+from formats.unannotated_records import unannotated_record
+from formats.video import DecodeGap, VideoDecodeError, VideoInfo, stream_frames
 from longvideo.prefetch import BackgroundIterable
 from longvideo.segments import SEGMENTERS, ClipPlanner, PlannedClip, ShotCutDetector
-from longvideo.stream import DecodeGap, stream_frames
 
 
 class _GivenFrames(GroundedClipDataset):
@@ -42,16 +42,9 @@ class _GivenFrames(GroundedClipDataset):
 
 
 def clip_record(info: VideoInfo, clip: PlannedClip) -> GroundedRecord:
-    """The unannotated record of a planned clip (as :func:`datamodules.video_folder.clip_records` makes)."""
-    step = annotation_step(info.fps)
-    end = min(int(clip.frames[-1]) + step - 1, info.num_frames - 1)
-    n = len(clip.frames)
-    return GroundedRecord(
-        video_fname=str(info.path.resolve()), video_id=info.video_id, clip_id=str(clip.index), fps=info.fps,
-        clip_start_frame=int(clip.frames[0]), clip_end_frame=end, width=info.width, height=info.height,
-        caption="", tagged_caption="", phrases=[], bboxes=[np.zeros((0, 4), np.float32)] * n,
-        labels=[[] for _ in range(n)], extra={"num_frames": info.num_frames},
-    )
+    """The unannotated record of a planned clip: its grid frames, up to just before the next grid frame."""
+    return unannotated_record(info, int(clip.frames[0]), int(clip.frames[-1]) + annotation_step(info.fps) - 1,
+                              str(clip.index))
 
 
 def video_meta(info: VideoInfo) -> dict[str, Any]:
@@ -116,7 +109,7 @@ class LongVideoClips(IterableDataset):
         grid = annotation_grid(info.fps, 0, info.num_frames - 1)
         planner = self.planner(info)
         try:
-            for item in stream_frames(info.path, grid, info.fps, info.num_frames):
+            for item in stream_frames(info.path, grid):
                 if isinstance(item, DecodeGap):
                     for clip in planner.gap():
                         yield self.sample(info, clip)

@@ -19,6 +19,8 @@ their boxes while an object that left and came back is recognised by meaning and
 """
 from __future__ import annotations
 
+from core.box_ops import numpy_box_iou_pairwise as box_iou
+
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -125,16 +127,6 @@ def _accumulate(total: np.ndarray | None, vector: np.ndarray) -> np.ndarray:
 def _unit(x: np.ndarray) -> np.ndarray:
     norm = np.linalg.norm(x, axis=-1, keepdims=True)
     return x / np.maximum(norm, 1e-12)
-
-
-def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of xyxy boxes, broadcast over leading dimensions."""
-    lt = np.maximum(a[..., :2], b[..., :2])
-    rb = np.minimum(a[..., 2:], b[..., 2:])
-    inter = np.prod(np.clip(rb - lt, 0, None), axis=-1)
-    area_a = np.prod(np.clip(a[..., 2:] - a[..., :2], 0, None), axis=-1)
-    area_b = np.prod(np.clip(b[..., 2:] - b[..., :2], 0, None), axis=-1)
-    return inter / np.maximum(area_a + area_b - inter, 1e-12)
 
 
 def box_continuity(entities: Sequence[Entity], tubes: ClipTubes, adjacent_frames: int) -> np.ndarray:

@@ -14,8 +14,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from formats.video import VideoWriter
-from longvideo.stream import DecodeGap, stream_frames
+from formats.frame_grids import annotation_step
+from formats.video import DecodeGap, VideoWriter, stream_frames
 
 
 def entity_label(entity: Mapping[str, Any]) -> str:
@@ -52,7 +52,7 @@ def render_timeline_video(timeline: Mapping[str, Any], out_path: str | Path, chu
     gaps = [(g["first_frame"], g["last_frame"]) for g in timeline["gaps"]]
     encoder = VideoWriter(out_path, fps, width, height, crf=crf)
     overlays: dict[tuple, np.ndarray] = {}
-    step = max(1, round(fps / 5.0))  # a grid frame's boxes hold until the next grid frame
+    step = annotation_step(fps)  # a grid frame's boxes hold until the next grid frame
 
     def caption_at(frame: int) -> str:
         if any(a <= frame <= b for a, b in gaps):
@@ -88,7 +88,7 @@ def render_timeline_video(timeline: Mapping[str, Any], out_path: str | Path, chu
         indices.clear()
 
     try:
-        for item in stream_frames(timeline["path"], np.arange(n), fps, n):
+        for item in stream_frames(timeline["path"], np.arange(n)):
             if isinstance(item, DecodeGap):
                 filler = last if last is not None else np.zeros((height, width, 3), np.uint8)
                 for i in range(item.first, item.last + 1):  # keep the length: a gap shows the last frame

@@ -12,12 +12,14 @@ the linking step can be scored alone.
 """
 from __future__ import annotations
 
+from core.box_ops import numpy_box_iou_pairwise as box_iou
+
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from formats.frame_grids import annotation_step
 from longvideo.clip_records import truth_clips, video_stem
-from longvideo.linking import box_iou
 
 METRIC_NAMES = ("HOTA", "DetA", "AssA", "IDF1", "MOTA", "IDSW")
 
@@ -81,7 +83,7 @@ def clips_from_truth(truth: Mapping[str, Any], clip_seconds: float = 8.0, paraph
     """
     rng = np.random.default_rng(seed)
     fps = float(truth["fps"])
-    step = max(1, int(round(fps / 5.0)))
+    step = annotation_step(fps)
     phrase_of = {int(o["id"]): o["phrase"] for o in truth["objects"]}
     frames = {int(f["frame"]): f for f in truth["frames"]}
     clips, predictions = [], {}

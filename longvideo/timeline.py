@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from formats.frame_grids import annotation_step
 from longvideo.linking import ClipTubes, Entity, LinkingWeights, link_by_names, link_clips
 
 TIMELINE_FORMAT = "grove-timeline"
@@ -78,7 +79,7 @@ def build_timeline(video: Mapping[str, Any], clips: Sequence[Mapping[str, Any]],
         summary: an optional summary caption for the story.
     """
     fps = float(video["fps"])
-    step = max(1, int(round(fps / 5.0)))
+    step = annotation_step(fps)
     weights = weights or LinkingWeights(adjacent_frames=step)
     ordered = sorted(clips, key=lambda c: (int(c["start_frame"]), int(c["clip"])))
     predicted = [c for c in ordered if c["key"] in predictions]

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from callbacks.prediction_writer import run_dir
+from formats.frame_grids import annotation_step
 from longvideo.appearance import phrase_appearance
 from longvideo.linking import LinkingWeights
 
@@ -178,7 +179,7 @@ class LongVideoTimeline(L.Callback):
         timelines = []
         for video_id, video in self.videos.items():
             clips = sorted(self.clips[video_id], key=lambda c: c["start_frame"])
-            step = max(1, int(round(float(video["fps"]) / 5.0)))
+            step = annotation_step(video["fps"])
             weights = LinkingWeights(adjacent_frames=step, **self.weights)
             names = summary = None
             if linker is not None:

@@ -23,6 +23,7 @@ import argparse
 import json
 from pathlib import Path
 
+from formats.frame_grids import annotation_step
 from longvideo.clip_scoring import CAPTION_METRICS, score_run_clips
 from longvideo.linking import LinkingWeights
 from longvideo.scoring import METRIC_NAMES, clips_from_truth, entity_tracks, identity_scores, per_clip_tracks
@@ -41,7 +42,7 @@ def linking_alone(truth: dict, clip_seconds: float, paraphrase: float, seed: int
     """Rows ``(name, scores)``: no linking, box only, meaning only, box + meaning."""
     clips, predictions = clips_from_truth(truth, clip_seconds, paraphrase, seed)
     text = text_vectors(predictions, encoder)
-    step = max(1, int(round(float(truth["fps"]) / 5.0)))
+    step = annotation_step(truth["fps"])
     video = {k: truth[k] for k in ("fps", "num_frames", "width", "height")} | {"video_id": truth["video"]}
     floor = identity_scores(truth["frames"], per_clip_tracks(clips, predictions))
     rows = [("no linking (each clip's phrases new)", floor)]

@@ -11,6 +11,7 @@ from core.box_ops import (
     generalized_box_iou,
     generalized_box_iou_pairwise,
     normalize_boxes,
+    numpy_box_iou_pairwise,
     xywh_to_xyxy,
     xyxy_to_cxcywh,
     xyxy_to_xywh,
@@ -18,6 +19,7 @@ from core.box_ops import (
 
 import itertools
 
+import numpy as np
 import pytest
 import torch
 
@@ -149,3 +151,13 @@ def test_pairwise_and_all_pairs_agree_elementwise():
     for i, j in itertools.product(range(6), range(4)):
         assert box_iou_pairwise(a[i], b[j]).item() == pytest.approx(full[i, j].item(), abs=1e-12)
         assert generalized_box_iou_pairwise(a[i], b[j]).item() == pytest.approx(gfull[i, j].item(), abs=1e-12)
+
+
+def test_numpy_iou_equals_plain_loop_broadcasts_and_keeps_precision():
+    a, b = random_xyxy(6, seed=3, degenerate=0.3).numpy(), random_xyxy(4, seed=4).numpy()
+    got = numpy_box_iou_pairwise(a[:, None], b[None])
+    assert isinstance(got, np.ndarray) and got.shape == (6, 4) and got.dtype == np.float64
+    for i, j in itertools.product(range(6), range(4)):
+        assert got[i, j] == pytest.approx(plain_iou(a[i].tolist(), b[j].tolist()), abs=1e-12)
+    assert numpy_box_iou_pairwise(a.astype(np.float32), b[0].astype(np.float32)).dtype == np.float32
+    assert numpy_box_iou_pairwise(np.array([0, 0, 10, 10]), np.array([5, 0, 15, 10])) == pytest.approx(1 / 3)

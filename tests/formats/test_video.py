@@ -246,19 +246,19 @@ def test_frames_past_the_end_are_an_error_not_copies(tmp_path):
     filled with copies of the last frame."""
     from datamodules.grounded_dataset import GroundedClipDataset
     from formats.records import GroundedRecord
-    from formats.video import _END_TOLERANCE
+    from formats.video import END_TOLERANCE
 
     drawn = marked_frames(3, seed=2)
     mp4 = write_video(tmp_path / "three.mp4", drawn, FPS)
     _write_folder(tmp_path / "three_frames", drawn, 1)
     for source in (PyAVVideoSource(mp4), FrameFolderSource(tmp_path / "three_frames")):
         with source:
-            within = source.read_frames(range(3 + _END_TOLERANCE))  # headers may overstate by a frame or two
-            np.testing.assert_array_equal(decode_marker(within), [0, 1, 2] + [2] * _END_TOLERANCE)
+            within = source.read_frames(range(3 + END_TOLERANCE))  # headers may overstate by a frame or two
+            np.testing.assert_array_equal(decode_marker(within), [0, 1, 2] + [2] * END_TOLERANCE)
             with pytest.raises(VideoDecodeError, match=r"frame 199 requested but the video has 3 frames"):
                 source.read_frames(range(200))
             with pytest.raises(VideoDecodeError, match=str(source.path.name)):
-                source.read_frames([3 + _END_TOLERANCE])
+                source.read_frames([3 + END_TOLERANCE])
 
     grid = list(range(0, 200, 5))
     record = GroundedRecord.from_dict({
@@ -289,3 +289,19 @@ def test_implausible_frame_rate_is_one_skip_naming_it(tmp_path):
     assert [s.video_fname for s in specs] == ["fine.mp4", "fine.mp4"]
     (skip,) = skipped
     assert skip.video_fname == "slow.mp4" and "0.002 fps" in skip.reason
+
+
+@pytest.mark.parametrize("gop", [12, 120])
+def test_seeking_past_unreferenced_frames_changes_no_pixel(tmp_path, gop):
+    """Sought frames equal a full decode on B-frame video (frames before the target that nothing
+    refers to are skipped), and a full decode after a sparse read on the same reader drops none."""
+    rng = np.random.default_rng(gop)
+    drawn = rng.integers(0, 255, (120, 48, 64, 3), dtype=np.uint8)
+    path = write_video(tmp_path / "b.mp4", drawn, 25, gop=gop)
+    with PyAVVideoSource(path) as src:
+        full = src.read_all()
+    for _ in range(6):
+        indices = np.sort(rng.choice(120, size=int(rng.integers(1, 9)), replace=False)).tolist()
+        with PyAVVideoSource(path) as src:
+            np.testing.assert_array_equal(src.read_frames(indices), full[indices], err_msg=str(indices))
+            np.testing.assert_array_equal(src.read_all(), full)

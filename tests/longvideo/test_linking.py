@@ -1,10 +1,12 @@
 """Entity linking on synthetic tubes with known identities."""
+from core.box_ops import numpy_box_iou_pairwise as box_iou
+
 import itertools
 
 import numpy as np
 import pytest
 
-from longvideo.linking import ClipTubes, LinkingWeights, box_continuity, box_iou, link_by_names, link_clips, pair_scores
+from longvideo.linking import ClipTubes, LinkingWeights, box_continuity, link_by_names, link_clips, pair_scores
 
 STEP = 6  # 30 fps on the 5-fps grid
 

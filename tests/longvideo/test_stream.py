@@ -6,8 +6,7 @@ import av
 import numpy as np
 import pytest
 
-from formats.video import PyAVVideoSource, write_video
-from longvideo.stream import DecodeGap, stream_frames
+from formats.video import DecodeGap, PyAVVideoSource, stream_frames, write_video
 
 
 def marked_frames(n, h=32, w=48):
@@ -20,9 +19,9 @@ def read_marker(frame):
     return int(round(float(frame.mean()) / 4))
 
 
-def collect(path, wanted, fps, n):
+def collect(path, wanted):
     frames, gaps = {}, []
-    for item in stream_frames(path, wanted, fps, n):
+    for item in stream_frames(path, wanted):
         if isinstance(item, DecodeGap):
             gaps.append(item)
         else:
@@ -35,7 +34,7 @@ def test_streamed_frames_equal_the_seeking_readers(tmp_path, seed):
     rng = np.random.default_rng(seed)
     path = write_video(tmp_path / "v.mp4", marked_frames(90), fps=30, gop=int(rng.integers(5, 40)))
     wanted = np.unique(rng.integers(0, 90, int(rng.integers(1, 40))))
-    frames, gaps = collect(path, wanted, 30.0, 90)
+    frames, gaps = collect(path, wanted)
     assert gaps == [] and list(frames) == wanted.tolist()
     with PyAVVideoSource(path) as video:
         expected = video.read_frames(wanted.tolist())
@@ -53,7 +52,7 @@ def test_corrupt_middle_is_a_gap_named_with_its_time_and_decoding_goes_on(tmp_pa
     bad = tmp_path / "bad.mp4"
     bad.write_bytes(bytes(data))
     wanted = np.arange(0, 200, 5)
-    frames, gaps = collect(bad, wanted, 25.0, 200)
+    frames, gaps = collect(bad, wanted)
     assert len(gaps) == 1
     gap = gaps[0]
     assert 40 < gap.first <= gap.last < 160  # in the damaged middle
@@ -78,7 +77,7 @@ def test_display_rotation_is_applied_as_the_seeking_reader_does(tmp_path):
         container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
     container.mux(stream.encode())
     container.close()
-    frames, _ = collect(path, [0, 3], 25.0, 6)
+    frames, _ = collect(path, [0, 3])
     assert frames[0].shape == (64, 32, 3)
     with PyAVVideoSource(path) as video:
         np.testing.assert_array_equal(frames[3], video.read_frames([3])[0])
@@ -104,7 +103,7 @@ def test_variable_frame_rate_is_read_on_the_nominal_grid(tmp_path):
         fps, n = video.fps, video.num_frames
         wanted = np.arange(0, n, 5)
         expected = video.read_frames(wanted.tolist())
-    frames, gaps = collect(path, wanted, fps, n)
+    frames, gaps = collect(path, wanted)
     assert gaps == []
     np.testing.assert_array_equal(np.stack([frames[int(i)] for i in wanted]), expected)
     shown_at = times_ms * fps / 1000  # the frame served for index i is the first shown at or after i

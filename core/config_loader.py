@@ -120,10 +120,10 @@ def missing_paths(config, subcommand: str | None = None) -> list[str]:
 
 # Classes that moved, by the path checkpoints and saved run configs name them with -> where they live now.
 MOVED_CLASS_PATHS = {
-    "lightning_modules.judge_module.JudgeModule": "judge.module.JudgeModule",
+    "lightning_modules.judge_module.JudgeModule": "judge.training.module.JudgeModule",
     "lightning_modules.judge_module.WarmupCosineDecay": "lightning_modules.schedules.WarmupCosineDecay",
-    "datamodules.judge_datamodule.JudgeDataModule": "judge.datamodule.JudgeDataModule",
-    "callbacks.judge_callback.VCInspectorScore": "judge.callback.VCInspectorScore",
+    "datamodules.judge_datamodule.JudgeDataModule": "judge.data.datamodule.JudgeDataModule",
+    "callbacks.judge_callback.VCInspectorScore": "judge.application.callback.VCInspectorScore",
 }
 
 

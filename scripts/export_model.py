@@ -5,7 +5,7 @@
         --ckpt_path runs/judge_demo/checkpoints/last.ckpt --out exported/judge_demo
 
 The config's model class decides which: a GroveModule writes a :class:`models.grove.Grove` folder, a
-JudgeModule a :class:`judge.model.VCInspectorJudge` folder (config.json, model.safetensors or
+JudgeModule a :class:`judge.model.vc_inspector.VCInspectorJudge` folder (config.json, model.safetensors or
 shards with an index, tokenizer, preprocessing config, README.md model card). Nothing the model
 was initialised from (CLIP, SAM, GLaMM, the LLM folder, the judge's vision tower) is read.
 ``--metrics`` takes a JSON of test metrics (``{"metrics": {...}}`` as ``make demo`` writes, or a
@@ -90,7 +90,7 @@ def export(configs: list[str], ckpt_path: str, out: str, overrides: list[str] = 
         model = module.model
         model.settings = grove_settings(module, data_hp, card)
     elif type(module).__name__ == "JudgeModule":
-        from judge.pretrained import judge_settings
+        from judge.model.pretrained import judge_settings
 
         model = module.judge
         model.settings = judge_settings(module, data_hp, card)

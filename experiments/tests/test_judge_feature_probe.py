@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from judge.model import VCInspectorJudge
+from judge.model.vc_inspector import VCInspectorJudge
 from tests.judge.judge_fixtures import TINY
 
 

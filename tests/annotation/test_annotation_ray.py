@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("ray")
 
+from annotation.commands.run import run_annotation
 from annotation.config import load_config
-from annotation.run import run_annotation
 from formats.records import read_records
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "annotation"

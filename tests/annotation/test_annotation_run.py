@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from annotation.__main__ import main
+from annotation.commands.run import run_annotation
 from annotation.config import ConfigError, load_config
-from annotation.run import run_annotation
 from formats.records import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def test_corrupt_video_is_skipped_and_named(synthetic, tmp_path):
 
 
 def test_interrupted_run_resumes_without_redoing_clips(synthetic, tmp_path, monkeypatch):
-    from annotation import pipeline
+    from annotation.engines import workers as pipeline
 
     out = tmp_path / "out"
     real_run, calls = pipeline.TextWorker.run, []

@@ -12,15 +12,15 @@ import pytest
 import scipy.stats
 
 from datamodules.synthetic_scenes import COLOURS, DIRECTIONS, SHAPES, SIDES
-from judge.corruption.data_types import CaptionSource, MalformedLLMOutput
-from judge.corruption.english_inflection import indefinite_article, inflect_verb, pluralize
-from judge.corruption.generator import balance_by_score, generate_corruptions, write_jsonl
-from judge.corruption.lexicon import BASIC_COLOURS, load_action_lexicon, share_synset
-from judge.corruption.llm_backend import LLMBackend, parse_llm_caption, parse_llm_list, parse_llm_phrase
-from judge.corruption.rule_backend import RuleBackend
-from judge.dataset import shuffle_videos, uniform_frame_indices
-from judge.readers import JudgeDataError, read_activitynet_captions, read_judge_jsonl, read_vatex_eval
-from judge.targets import explain, factual_score, likert_score, substituted_spans
+from judge.data.corruption.data_types import CaptionSource, MalformedLLMOutput
+from judge.data.corruption.english_inflection import indefinite_article, inflect_verb, pluralize
+from judge.data.corruption.generator import balance_by_score, generate_corruptions, write_jsonl
+from judge.data.corruption.lexicon import BASIC_COLOURS, load_action_lexicon, share_synset
+from judge.data.corruption.llm_backend import LLMBackend, parse_llm_caption, parse_llm_list, parse_llm_phrase
+from judge.data.corruption.rule_backend import RuleBackend
+from judge.data.dataset import shuffle_videos, uniform_frame_indices
+from judge.data.readers import JudgeDataError, read_activitynet_captions, read_judge_jsonl, read_vatex_eval
+from judge.data.targets import explain, factual_score, likert_score, substituted_spans
 
 SYNTHETIC_COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "white")
 SYNTHETIC_SHAPES = ("circle", "square", "triangle", "diamond", "cross")
@@ -359,7 +359,7 @@ def test_llm_backend_runs_on_a_tiny_random_llama_and_reports_malformed_output():
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from judge.model import build_tiny_judge_tokenizer
+    from judge.model.vc_inspector import build_tiny_judge_tokenizer
 
     tokenizer = build_tiny_judge_tokenizer(vocab_size=512)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from judge.model import VCInspectorJudge
-from judge.refinement import REFINE_PROMPT, VisionLanguageCaptioner, refine_captions
+from judge.application.refinement import REFINE_PROMPT, VisionLanguageCaptioner, refine_captions
+from judge.model.vc_inspector import VCInspectorJudge
 from tests.judge.judge_fixtures import TINY, ScriptedJudge, random_frames, save_tiny_qwen_folder
 
 
@@ -61,7 +61,7 @@ def test_refinement_stops_when_the_score_stops_improving(tmp_path):
 
 @pytest.mark.slow
 def test_refine_command_with_a_released_judge_folder_and_a_captioner_folder(tiny_synthetic_root, tmp_path):
-    from judge.commands import main
+    from judge.application.commands import main
 
     save_tiny_qwen_folder(tmp_path / "model", seed=3)
     records = json.loads((tiny_synthetic_root / "annotations" / "test.json").read_text())["records"]

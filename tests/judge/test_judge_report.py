@@ -5,7 +5,7 @@ import math
 import pytest
 
 from formats.records import read_records
-from judge.scoring import judge_report
+from judge.application.scoring import judge_report
 from tests.judge.judge_fixtures import ScriptedJudge
 
 
@@ -28,8 +28,8 @@ def test_report_averages_the_parsed_scores_of_the_predicted_captions(tiny_synthe
 
 
 def test_predictions_command_scores_a_predictions_file(tiny_synthetic_root, tmp_path, monkeypatch, capsys):
-    import judge.commands as commands
-    from judge.loading import LoadedJudge
+    import judge.application.commands as commands
+    from judge.application.loading import LoadedJudge
 
     gt = tiny_synthetic_root / "annotations" / "test.json"
     records = read_records(gt)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from core.dict_merge import merge_dicts
 from core.init_time_paths import drop_init_time_paths, exported_module, is_init_time_key, strict_init_callback
+from core.moved_modules import new_name as moved_module_path
 from core.weights import CKPT_PATH_KEYWORDS, read_checkpoint_hparams
 from core.weights.pretrained_folder import is_pretrained_folder, load_into, load_weights
 
@@ -146,7 +147,9 @@ def current_class_path(path: str | None) -> str | None:
     if not path or path in MOVED_CLASS_PATHS:
         return MOVED_CLASS_PATHS.get(path, path)
     module, _, name = path.rpartition(".")
-    return f"{MOVED_MODULES[module]}.{name}" if module in MOVED_MODULES else path
+    if module in MOVED_MODULES:
+        return f"{MOVED_MODULES[module]}.{name}"
+    return moved_module_path(path) or path  # a module of core.moved_modules.MOVED
 
 
 def _moved_in(text: str) -> list[str]:

@@ -2,10 +2,10 @@
 
 ``corrupt`` writes the judge's training data (:mod:`judge.data.corruption.generator`, its own options).
 
-Every command takes the judge as ``--config CONFIG`` (repeatable, with ``--ckpt_path`` and
+Every command takes the judge as ``--config CONFIG`` (repeatable, with ``--ckpt-path`` and
 ``--key=value`` overrides, as ``cli.py`` does), as released weights ``--judge PATH`` (a merged
-Hugging Face folder, a LoRA adapter folder with ``--base_model``, or a ``.ckpt``), or as an
-OpenAI-compatible server ``--endpoint URL --endpoint_model NAME``. See docs/judge.md.
+Hugging Face folder, a LoRA adapter folder with ``--base-model``, or a ``.ckpt``), or as an
+OpenAI-compatible server ``--endpoint URL --endpoint-model NAME``. See docs/judge.md.
 """
 from __future__ import annotations
 
@@ -46,26 +46,26 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("judge")
     group.add_argument("--config", role="input", action="append", default=None,
                        help="judge config (repeatable, as cli.py)")
-    group.add_argument("--ckpt_path", role="input", default=None,
+    group.add_argument("--ckpt-path", role="input", default=None,
                        help="Lightning checkpoint of that config, or an exported folder")
     group.add_argument("--judge", role="input", default=None,
                        help="released weights: HF folder, LoRA adapter folder, exported folder or .ckpt")
-    group.add_argument("--base_model", role="input", default=None, help="local Qwen2.5-VL folder under a LoRA adapter")
+    group.add_argument("--base-model", role="input", default=None, help="local Qwen2.5-VL folder under a LoRA adapter")
     group.add_argument("--endpoint", default=None, help="OpenAI-compatible API root, e.g. http://localhost:8000/v1")
-    group.add_argument("--endpoint_model", default=None, help="the served model's name")
-    group.add_argument("--api_key", default=None)
+    group.add_argument("--endpoint-model", default=None, help="the served model's name")
+    group.add_argument("--api-key", default=None)
     group.add_argument("--concurrency", type=positive_int, default=8, help="endpoint requests in flight")
-    group.add_argument("--num_frames", type=positive_int, default=None,
+    group.add_argument("--num-frames", type=positive_int, default=None,
                        help="frames per clip (default: the config's, else 32)")
-    group.add_argument("--max_new_tokens", type=positive_int, default=None,
+    group.add_argument("--max-new-tokens", type=positive_int, default=None,
                        help="answer length (default: the config's)")
-    group.add_argument("--batch_size", type=positive_int, default=8)
-    group.add_argument("--num_workers", type=non_negative_int, default=0, help="video-decoding workers")
-    group.add_argument("--video_root", default=None,
+    group.add_argument("--batch-size", type=positive_int, default=8)
+    group.add_argument("--num-workers", type=non_negative_int, default=0, help="video-decoding workers")
+    group.add_argument("--video-root", default=None,
                        help="folder the videos are relative to (default: the config's, else .)")
     group.add_argument("--threads", type=positive_int, default=None,
                        help="torch CPU threads (default: torch's; 1 is fastest on a small shared CPU)")
-    group.add_argument("--no_progress", action="store_true")
+    group.add_argument("--no-progress", action="store_true")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,18 +84,18 @@ def build_parser() -> argparse.ArgumentParser:
                              help="ground-truth annotations (any layout metrics.evaluate reads): each clip's video")
     predictions.add_argument("--pred", role="input", required=True,
                              help="predictions JSON (the format `cli.py predict` writes)")
-    predictions.add_argument("--on_corrupt", default="skip", choices=ON_CORRUPT,
+    predictions.add_argument("--on-corrupt", default="skip", choices=ON_CORRUPT,
                              help="an unreadable file in a GT folder: 'skip' (default; counted) or 'raise'")
     predictions.add_argument("--out", role="output", required=True, help="output JSON report")
     foil = commands.add_parser("foil", help="hallucination accuracy on FOIL pairs")
     _judge_options(foil)
     source = foil.add_mutually_exclusive_group(required=True)
-    source.add_argument("--activitynet_foil", role="input",
+    source.add_argument("--activitynet-foil", role="input",
                         help="ActivityNet-FOIL folder (final_right/final_foil_video_sentences.json)")
     source.add_argument("--corruptions", role="input",
                         help="judge JSONL of the corruption generator (one-substitution rows)")
-    source.add_argument("--foil_pairs", role="input", help="JSONL with key, video, original, foil")
-    foil.add_argument("--video_template", default="{video_id}.mp4", help="ActivityNet-FOIL video file name")
+    source.add_argument("--foil-pairs", role="input", help="JSONL with key, video, original, foil")
+    foil.add_argument("--video-template", default="{video_id}.mp4", help="ActivityNet-FOIL video file name")
     foil.add_argument("--out", role="output", required=True,
                       help="output JSONL of both captions' scores (resumed when it exists)")
     refine = commands.add_parser("refine", help="refine captions with the judge's explanations (prompt D.8)")
@@ -104,10 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     refine.add_argument("--captions", role="input", default=None,
                         help="first captions: pair file or predictions JSON (GROVE)")
     refine.add_argument("--captioner", required=True, help="local Qwen2.5-VL-class folder that writes and rewrites")
-    refine.add_argument("--captioner_max_new_tokens", type=positive_int, default=128)
-    refine.add_argument("--captioner_max_pixels", type=positive_int, default=224 * 224)
+    refine.add_argument("--captioner-max-new-tokens", type=positive_int, default=128)
+    refine.add_argument("--captioner-max-pixels", type=positive_int, default=224 * 224)
     refine.add_argument("--rounds", type=non_negative_int, default=3, help="rewrites at most (the paper: up to 10)")
-    refine.add_argument("--all_rounds", action="store_true", help="do every round even when the score stops improving")
+    refine.add_argument("--all-rounds", action="store_true", help="do every round even when the score stops improving")
     refine.add_argument("--out", role="output", required=True, help="output JSONL, one row per clip and round")
     return parser
 
@@ -127,7 +127,7 @@ def make_judge(args: argparse.Namespace, overrides: Sequence[str], default_video
         raise SystemExit("error: give the judge as exactly one of --config, --judge or --endpoint")
     if args.endpoint:
         if not args.endpoint_model:
-            raise SystemExit("error: --endpoint needs --endpoint_model (the served model's name)")
+            raise SystemExit("error: --endpoint needs --endpoint-model (the served model's name)")
         try:
             loaded = LoadedJudge(EndpointJudge(args.endpoint, args.endpoint_model, args.api_key, args.concurrency))
         except ValueError as err:
@@ -186,7 +186,7 @@ def run_predictions(args: argparse.Namespace, overrides: Sequence[str]) -> dict[
         raise SystemExit(f"error: {err}") from None
     loaded = make_judge(args, overrides, default_video_root=None)
     if loaded.video_root is None:
-        raise SystemExit("error: predictions needs --video_root (the folder of the ground-truth clips' videos)")
+        raise SystemExit("error: predictions needs --video-root (the folder of the ground-truth clips' videos)")
     summary = judge_report(records, predictions, loaded.judge, loaded.video_root, num_frames=loaded.num_frames,
                            batch_size=args.batch_size, max_new_tokens=loaded.max_new_tokens,
                            progress=not args.no_progress)

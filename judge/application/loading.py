@@ -138,7 +138,7 @@ def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, override
         base = base_model or read_json((first / "adapter_config.json")).get("base_model_name_or_path")
         if not base or not (Path(base) / "config.json").is_file():
             raise FileNotFoundError(f"LoRA adapter {first} needs its base Qwen2.5-VL as a local folder: "
-                                    f"{base!r} is not one (pass base_model / --base_model)")
+                                    f"{base!r} is not one (pass base_model / --base-model)")
         loaded = LoadedJudge(VCInspectorJudge(model_path=str(base), adapter_path=str(first), **judge_kwargs))
     elif (first / "config.json").is_file():
         loaded = LoadedJudge(VCInspectorJudge(model_path=str(first), **judge_kwargs))

@@ -42,8 +42,8 @@ def test_only_http_endpoints_are_accepted(url, tmp_path):
     (tmp_path / "pairs.jsonl").write_text(json.dumps({"video": "a.mp4", "caption": "x"}) + "\n")
     with pytest.raises(SystemExit, match=f"error: --endpoint: endpoint must start with http:// or https://, "
                                          f"got '{url}'"):
-        main(["score", "--endpoint", url, "--endpoint_model", "m", "--pairs", str(tmp_path / "pairs.jsonl"),
-              "--out", str(tmp_path / "out.jsonl"), "--no_progress"])
+        main(["score", "--endpoint", url, "--endpoint-model", "m", "--pairs", str(tmp_path / "pairs.jsonl"),
+              "--out", str(tmp_path / "out.jsonl"), "--no-progress"])
     assert not (tmp_path / "out.jsonl").exists()
 
 
@@ -54,10 +54,10 @@ def test_the_output_may_not_be_an_input_and_numbers_are_checked(tmp_path, capsys
     pairs.write_text(json.dumps({"video": "a.mp4", "caption": "x"}) + "\n")
     before = pairs.read_bytes()
     with pytest.raises(SystemExit, match=r"--out .*pairs.jsonl is --pairs .*pairs.jsonl, an input of this command"):
-        main(["score", "--endpoint", "http://localhost:1/v1", "--endpoint_model", "m", "--pairs", str(pairs),
-              "--out", str(pairs), "--no_progress"])
+        main(["score", "--endpoint", "http://localhost:1/v1", "--endpoint-model", "m", "--pairs", str(pairs),
+              "--out", str(pairs), "--no-progress"])
     assert pairs.read_bytes() == before
     with pytest.raises(SystemExit):
-        main(["score", "--endpoint", "http://localhost:1/v1", "--endpoint_model", "m", "--pairs", str(pairs),
-              "--out", str(tmp_path / "o.jsonl"), "--batch_size", "0"])
-    assert "argument --batch_size: must be a positive integer, got '0'" in capsys.readouterr().err
+        main(["score", "--endpoint", "http://localhost:1/v1", "--endpoint-model", "m", "--pairs", str(pairs),
+              "--out", str(tmp_path / "o.jsonl"), "--batch-size", "0"])
+    assert "argument --batch-size: must be a positive integer, got '0'" in capsys.readouterr().err

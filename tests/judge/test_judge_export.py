@@ -119,11 +119,11 @@ def test_python_m_judge_and_the_agreement_scorer_take_the_folder(trained, export
                              for i, r in enumerate(records)))
     outputs = {}
     with moved_away(trained["towers"]):
-        for name, judge_args in (("ckpt", ["--config", trained["config"], "--ckpt_path", str(trained["ckpt"])]),
-                                 ("folder_as_ckpt", ["--config", trained["config"], "--ckpt_path", str(exported)]),
-                                 ("folder", ["--judge", str(exported), "--num_frames", "4"])):
+        for name, judge_args in (("ckpt", ["--config", trained["config"], "--ckpt-path", str(trained["ckpt"])]),
+                                 ("folder_as_ckpt", ["--config", trained["config"], "--ckpt-path", str(exported)]),
+                                 ("folder", ["--judge", str(exported), "--num-frames", "4"])):
             main(["score", *judge_args, "--pairs", str(pairs), "--out", str(tmp_path / f"{name}.jsonl"),
-                  "--video_root", str(trained["root"] / "videos"), "--no_progress"])
+                  "--video-root", str(trained["root"] / "videos"), "--no-progress"])
             # "scored_with" names the judge's source (checkpoint or folder): it differs by design
             outputs[name] = [{k: v for k, v in json.loads(line).items() if k not in ("seconds", "scored_with")}
                              for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]

@@ -103,7 +103,7 @@ def test_score_command_takes_a_config_with_overrides(tiny_synthetic_root, tmp_pa
     pairs.write_text("video,caption\n" + "".join(f"{r['video']},{r['caption'].replace(',', '')}\n"
                                                  for r in _rows(tiny_synthetic_root)))
     summary = main(["score", "--config", str(tmp_path / "judge.yaml"), "--model.init_args.max_new_tokens=3",
-                    "--pairs", str(pairs), "--out", str(tmp_path / "out.jsonl"), "--no_progress"])
+                    "--pairs", str(pairs), "--out", str(tmp_path / "out.jsonl"), "--no-progress"])
     assert summary["pairs"] == 3 and summary["video_errors"] == 1
     assert '"video_errors": 1' in capsys.readouterr().out
     with pytest.raises(SystemExit):

@@ -7,19 +7,22 @@ missing or undecodable clip, ``answer: ...`` for an answer without a readable sc
 ``endpoint: ...`` for a failed request, ``text: ...`` for a caption over the token bound) and
 ``scored_with`` (the judge, video folder and settings that made the row).
 
-The output file is only ever appended to, batch by batch: a kill at any moment loses at most the
-batch in flight (a line cut short is set apart by the next run, which reads past it). A rerun
-with the same output resumes a pair only when its whole input is the same (video, clip range and
-caption, and ``scored_with``: the judge, the video folder, the frame count and answer length),
-never by its key, so an output reused with another pairs file or another judge never passes old
-scores off as new ones; a resumed pair with a new key gets a copy of its row under that key. Only
-rows that succeeded (a score, no error) are resumed: every failed pair is scored again, and the
-last row of a pair wins.
+While a run goes, the output file is only appended to, batch by batch: a kill at any moment loses
+at most the batch in flight (a line cut short by the kill is dropped by the next run, which reads
+past it, and its pair is scored again). A rerun with the same output resumes a pair only when its
+whole input is the same (video, clip range and caption, and ``scored_with``: the judge, the video
+folder, the frame count and answer length), never by its key, so an output reused with another
+pairs file or another judge never passes old scores off as new ones; a resumed pair with a new key
+gets its row under that key. Only rows that succeeded (a score, no error) are resumed: every
+failed pair is scored again. When the run completes, the file is replaced (atomically) by its
+final form: one row per pair of the run, in the order of the pairs, the same file an
+uninterrupted run writes.
 Also here: FOIL accuracy over scored pairs and the judge's share of an evaluation report.
 """
 from __future__ import annotations
 
 from core.bounded_text import over_limit
+from core.output_files import atomic_write
 
 import json
 import math
@@ -178,6 +181,9 @@ def score_pairs(judge: Any, rows: Sequence[dict[str, Any]], out: str | Path | No
     seconds = time.perf_counter() - start
     order = {r["key"]: n for n, r in enumerate(rows)}
     every = sorted(done + refused + new, key=lambda r: order.get(r["key"], len(order)))
+    if out is not None:  # the appended rows of this and earlier runs -> one row per pair of this run
+        with atomic_write(out) as final:
+            final.write("".join(json.dumps(r) + "\n" for r in every))
     scores = [r["score"] for r in every if r["score"] is not None]
     summary = {
         "pairs": len(every), "scored": len(scores), "resumed": len(done),

@@ -15,8 +15,9 @@ folder, the frame count and answer length), never by its key, so an output reuse
 pairs file or another judge never passes old scores off as new ones; a resumed pair with a new key
 gets its row under that key. Only rows that succeeded (a score, no error) are resumed: every
 failed pair is scored again. When the run completes, the file is replaced (atomically) by its
-final form: one row per pair of the run, in the order of the pairs, the same file an
-uninterrupted run writes.
+final form, one row per pair (a pair: its input and how it was scored): the rows of other pairs
+that earlier runs left (another pairs file, another judge) in their order, then this run's pairs
+in the order given, so a run that was killed and resumed leaves the file an uninterrupted run writes.
 Also here: FOIL accuracy over scored pairs and the judge's share of an evaluation report.
 """
 from __future__ import annotations
@@ -181,9 +182,14 @@ def score_pairs(judge: Any, rows: Sequence[dict[str, Any]], out: str | Path | No
     seconds = time.perf_counter() - start
     order = {r["key"]: n for n, r in enumerate(rows)}
     every = sorted(done + refused + new, key=lambda r: order.get(r["key"], len(order)))
-    if out is not None:  # the appended rows of this and earlier runs -> one row per pair of this run
+    if out is not None:  # the appended rows of this and earlier runs -> one row per pair
+        mine = {pair_identity(r) for r in every}
+        others: dict[str, dict[str, Any]] = {}
+        for scored in read_scored(out):
+            if pair_identity(scored) not in mine:
+                others[pair_identity(scored)] = scored  # the last row of a pair wins
         with atomic_write(out) as final:
-            final.write("".join(json.dumps(r) + "\n" for r in every))
+            final.write("".join(json.dumps(r) + "\n" for r in [*others.values(), *every]))
     scores = [r["score"] for r in every if r["score"] is not None]
     summary = {
         "pairs": len(every), "scored": len(scores), "resumed": len(done),

@@ -101,7 +101,10 @@ def missing_paths(config, subcommand: str | None = None) -> list[str]:
             if name in MODEL_PATH_KEYS and isinstance(value, str) and not Path(value).exists():
                 problems.append(f"model.{part}.{name}: {value!r} (README section '{MODEL_PATH_KEYS[name]}')")
     data = config.get("data") or {}
+    generated = as_dict(as_dict(data.get("init_args")).get("generate_from"))  # split files written on first use
     for name, value in as_dict(data.get("init_args")).items():
+        if name.endswith("_annotations") and name[: -len("_annotations")] in generated:
+            continue
         if name.endswith(DATA_PATH_SUFFIXES) and isinstance(value, str) and not Path(value).exists():
             problems.append(f"data.{name}: {value!r} (README section 'Datasets')")
     videos = as_dict(data.get("init_args")).get("videos")

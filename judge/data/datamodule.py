@@ -10,6 +10,7 @@ from __future__ import annotations
 from core.paths import DATA_DIR
 
 import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +25,19 @@ from judge.data.readers import read_judge_jsonl, read_vatex_eval
 
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test")
+# Deprecated key -> its name today (the spelling of GROVE's data modules).
+DEPRECATED_KEYS = {"train_file": "train_annotations", "val_file": "val_annotations", "test_file": "test_annotations"}
 
 
 class JudgeDataModule(L.LightningDataModule):
     """Judge training / evaluation data from JSONL files (generated on first use if asked).
 
     Args:
-        train_file / val_file / test_file: judge JSONL files (None = no such split).
+        train_annotations / val_annotations / test_annotations: judge JSONL files (None = no such
+            split); the names GROVE's data modules give their splits' annotation files.
         video_root: folder the rows' ``video`` is relative to (default with ``synthetic``: its videos).
         vatex_eval: optional human-rated test set (project JSON or public VATEX-Eval folder); when
-            given it replaces ``test_file`` for ``test``, with ``vatex_video_root`` / ``vatex_video_template``.
+            given it replaces ``test_annotations`` for ``test``, with ``vatex_video_root`` / ``vatex_video_template``.
         generate_from: ``{split: annotation path}``; a missing split file is generated from those
             records with :mod:`judge.data.corruption.generator` (``generator`` holds its options:
             backend options, ``per_caption``, ``seed``, ``balance``, ``per_score``, ``balance_by_size``,
@@ -50,13 +54,15 @@ class JudgeDataModule(L.LightningDataModule):
         explanations: train on the score line and the explanation (the paper), or on the score line
             alone (``false``: the paper's Table 7 ablation).
         prompter: the model's JudgePrompter; linked from the model by the CLI, not configured here.
+        train_file / val_file / test_file: deprecated spellings of ``train_annotations`` /
+            ``val_annotations`` / ``test_annotations`` (accepted with a FutureWarning naming the new key).
     """
 
     def __init__(
         self,
-        train_file: str | None = None,
-        val_file: str | None = None,
-        test_file: str | None = None,
+        train_annotations: str | None = None,
+        val_annotations: str | None = None,
+        test_annotations: str | None = None,
         video_root: str | None = None,
         vatex_eval: str | None = None,
         vatex_video_root: str | None = None,
@@ -75,14 +81,28 @@ class JudgeDataModule(L.LightningDataModule):
         on_corrupt: str = "skip",
         explanations: bool = True,
         prompter: Any = None,
+        train_file: str | None = None,
+        val_file: str | None = None,
+        test_file: str | None = None,
     ):
         super().__init__()
-        self.save_hyperparameters(ignore=["prompter"])
+        self.save_hyperparameters(ignore=["prompter", *DEPRECATED_KEYS])
+        deprecated = {"train_file": train_file, "val_file": val_file, "test_file": test_file}
+        for old, value in deprecated.items():
+            new = DEPRECATED_KEYS[old]
+            if value is None:
+                continue
+            if self.hparams[new] is not None:
+                raise ValueError(f"data.init_args.{old} and data.init_args.{new} are both given; {old} is the "
+                                 f"deprecated spelling of {new}: keep {new} only")
+            warnings.warn(f"data.init_args.{old} is deprecated: name the file data.init_args.{new}",
+                          FutureWarning, stacklevel=2)
+            self.hparams[new] = value
         self.prompter = prompter
         self.datasets: dict[str, JudgeDataset] = {}
 
     def split_file(self, split: str) -> str | None:
-        return getattr(self.hparams, f"{split}_file")
+        return getattr(self.hparams, f"{split}_annotations")
 
     def prepare_data(self) -> None:
         hp = self.hparams
@@ -93,7 +113,7 @@ class JudgeDataModule(L.LightningDataModule):
         for split, annotation_file in (hp.generate_from or {}).items():
             out = self.split_file(split)
             if split not in SPLITS or out is None:
-                raise ValueError(f"generate_from['{split}']: no {split}_file to write; splits are {SPLITS}")
+                raise ValueError(f"generate_from['{split}']: no {split}_annotations to write; splits are {SPLITS}")
             if Path(out).exists():
                 continue
             options = dict(hp.generator or {})
@@ -142,7 +162,7 @@ class JudgeDataModule(L.LightningDataModule):
 
     def _loader(self, split: str, train: bool) -> DataLoader:
         if split not in self.datasets:
-            raise ValueError(f"JudgeDataModule has no '{split}' data (set {split}_file)")
+            raise ValueError(f"JudgeDataModule has no '{split}' data (set {split}_annotations)")
         hp = self.hparams
         dataset = self.datasets[split]
         return DataLoader(dataset, batch_size=hp.batch_size if train else hp.eval_batch_size,

@@ -85,7 +85,8 @@ def test_datamodule_passes_the_corrupt_option_to_the_generator(tmp_path, monkeyp
     monkeypatch.setattr(dm, "read_records", lambda path: [])
     monkeypatch.setattr(dm, "sources_from_records", lambda records: ["source"])
     monkeypatch.setattr(dm, "build_judge_split", lambda sources, out, backend, **run: seen.update(run))
-    module = dm.JudgeDataModule(train_file=str(tmp_path / "train.jsonl"), generate_from={"train": "records.json"},
+    module = dm.JudgeDataModule(train_annotations=str(tmp_path / "train.jsonl"),
+                                generate_from={"train": "records.json"},
                                 generator={"backend": "rule", "per_caption": 3, "corrupt": "objects"},
                                 explanations=False)
     module.prepare_data()

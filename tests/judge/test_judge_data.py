@@ -544,3 +544,28 @@ def test_substituted_spans_locate_every_closed_domain_substitution(closed_rows):
         assert spans is not None and len(spans) == len(row["substitutions"]), row
         assert sorted(row["caption"][a:b] for a, b in spans) == sorted(s["new"] for s in row["substitutions"])
         assert all(b <= a2 for (_, b), (a2, _) in zip(spans, spans[1:]))  # ordered, disjoint
+
+
+def test_split_files_are_named_as_grove_names_them_and_the_old_keys_still_work(tmp_path):
+    from judge.data.datamodule import JudgeDataModule
+
+    module = JudgeDataModule(train_annotations="t.jsonl", val_annotations="v.jsonl")
+    assert (module.split_file("train"), module.split_file("val"), module.split_file("test")) == \
+        ("t.jsonl", "v.jsonl", None)
+    with pytest.warns(FutureWarning, match=r"data.init_args.train_file is deprecated: name the file "
+                                           r"data.init_args.train_annotations"):
+        old = JudgeDataModule(train_file="t.jsonl", test_file="x.jsonl")
+    assert (old.split_file("train"), old.split_file("test")) == ("t.jsonl", "x.jsonl")
+    assert old.hparams["train_annotations"] == "t.jsonl" and "train_file" not in old.hparams
+    with pytest.raises(ValueError, match="train_file and data.init_args.train_annotations are both given"):
+        JudgeDataModule(train_file="a.jsonl", train_annotations="b.jsonl")
+
+
+def test_split_files_generated_on_first_use_are_not_missing_paths():
+    from core.config_loader import missing_paths
+
+    data = {"class_path": "judge.data.datamodule.JudgeDataModule",
+            "init_args": {"train_annotations": "no/such/train.jsonl", "test_annotations": "no/such/test.jsonl",
+                          "generate_from": {"train": "records.json"}}}
+    assert missing_paths({"data": data}) == ["data.test_annotations: 'no/such/test.jsonl' (README section "
+                                             "'Datasets')"]

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from formats.vatex_eval import VatexEvalFormatError, read_rated_captions
 from judge.data.corruption.data_types import CaptionSource
 
 
@@ -142,44 +143,18 @@ def read_youcook2_captions(path: str | Path, subset: str | None = "validation",
 def read_vatex_eval(path: str | Path, video_template: str = "{video_id}.mp4") -> list[dict[str, Any]]:
     """Human-rated candidate captions as judge rows (``human_scores`` = every annotator's rating).
 
-    Accepts the project's JSON, ``[{"video_id", "caption", "human_scores": [...]}, ...]``, or the
-    public VATEX-Eval folder (``candidates_list.pkl``, ``human_scores.pkl`` with the annotators
-    stacked as 3 x N, ``video_ids.pkl``), read through the restricted unpickler.
+    The VATEX-Eval layout (:mod:`formats.vatex_eval`): the public folder of pickles or the project's
+    JSON list ``[{"video_id", "caption", "human_scores": [...], "start_s"?, "end_s"?}, ...]``.
     """
-    path = Path(path)
-    if path.is_dir():
-        from formats.safe_pickle import safe_load
-
-        files = {n: path / f"{n}.pkl" for n in ("candidates_list", "human_scores", "video_ids")}
-        missing = [str(p) for p in files.values() if not p.exists()]
-        if missing:
-            raise FileNotFoundError(f"VATEX-Eval folder {path} lacks {', '.join(missing)}")
-        captions = [str(c) for c in np.asarray(safe_load(files["candidates_list"]), dtype=object).reshape(-1)]
-        video_ids = [str(v) for v in np.asarray(safe_load(files["video_ids"]), dtype=object).reshape(-1)]
-        scores = np.asarray(safe_load(files["human_scores"]), dtype=np.float64).reshape(-1)
-        if len(captions) != len(video_ids) or scores.size % max(1, len(captions)):
-            raise JudgeDataError(f"{path}: {len(captions)} candidates, {len(video_ids)} video ids and "
-                                 f"{scores.size} human scores do not line up")
-        ratings = scores.reshape(-1, len(captions)).T  # annotators are stacked: (A, N) -> (N, A)
-        entries = [{"video_id": v, "caption": c, "human_scores": r.tolist()}
-                   for v, c, r in zip(video_ids, captions, ratings)]
-        source = str(path)
-    else:
-        try:
-            entries = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise JudgeDataError(f"{path}: cannot read VATEX-Eval JSON ({err})") from None
-        if not isinstance(entries, list):
-            raise JudgeDataError(f"{path}: expected a list of {{video_id, caption, human_scores}} objects")
-        source = str(path)
+    try:
+        entries = read_rated_captions(path)
+    except VatexEvalFormatError as err:
+        raise JudgeDataError(str(err)) from None
     rows = []
     for i, entry in enumerate(entries):
-        where = f"{source}, entry {i}"
-        if not isinstance(entry, dict) or "video_id" not in entry:
-            raise JudgeDataError(f"{where}: expected an object with 'video_id', 'caption', 'human_scores'")
-        row = {"key": f"{entry['video_id']}#{i}", "video": video_template.format(video_id=entry["video_id"]),
-               "caption": entry.get("caption"), "human_scores": entry.get("human_scores")}
-        if row["human_scores"] is None:
-            raise JudgeDataError(f"{where}: missing field 'human_scores'")
-        rows.append(validate_row(row, where))
+        row = {"key": f"{entry.video_id}#{i}", "video": video_template.format(video_id=entry.video_id),
+               "caption": entry.caption, "human_scores": list(entry.human_scores)}
+        if entry.start_s is not None or entry.end_s is not None:
+            row.update(start_s=entry.start_s, end_s=entry.end_s)
+        rows.append(validate_row(row, f"{path}, entry {i}"))
     return rows

@@ -29,13 +29,13 @@ from core.command_parser import CommandParser
 from core.folder_lock import hold_folder
 from core.json_file import read_json
 from core.output_files import write_json_atomic, write_text_atomic
+from core.safe_names import safe_file_name
 
 import argparse
 import csv
 import gc
 import io
 import itertools
-import re
 import shlex
 import sys
 import traceback
@@ -73,10 +73,6 @@ class SweepPoint:
     args: list[str] = field(default_factory=list)
 
 
-def safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=+-]+", "_", text).strip("._") or "point"
-
-
 def expand_grid(axes: Sequence[str]) -> list[SweepPoint]:
     """``["KEY=V1,V2", ...]`` -> the cartesian product of the values, one point per combination.
 
@@ -102,7 +98,7 @@ def expand_grid(axes: Sequence[str]) -> list[SweepPoint]:
     for combo in itertools.product(*choices):
         labels = [label for label, _ in combo]
         meaningful = [label for label in labels if label != "base"] or ["base"]
-        points.append(SweepPoint(safe_name("__".join(meaningful)), [a for _, args in combo for a in args]))
+        points.append(SweepPoint(safe_file_name("__".join(meaningful)), [a for _, args in combo for a in args]))
     return points
 
 
@@ -113,7 +109,7 @@ def parse_points(specs: Sequence[str]) -> list[SweepPoint]:
         if "=" not in spec:
             raise ValueError(f"--point {spec!r}: expected NAME=ARGS (ARGS may be empty)")
         name, args = spec.split("=", 1)
-        points.append(SweepPoint(safe_name(name), shlex.split(args)))
+        points.append(SweepPoint(safe_file_name(name or "point"), shlex.split(args)))
     return points
 
 

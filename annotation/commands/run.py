@@ -93,7 +93,7 @@ def run_annotation(config: dict, config_files: list[str], videos: str | Path, ou
     """Annotate the clips not yet done under ``out``; returns the report (also ``out/report.json``)."""
     refuse_input_as_output(out, {"--videos": videos, "--truth": truth})
     specs, skipped = plan_clips(config, videos, truth, limit)  # before any folder is made: a bad input leaves none
-    with hold_folder(out, "python -m annotation run"):  # one run at a time: they share the staging folder
+    with hold_folder(out, "python -m annotation run"):  # one run at a time: they write the same records
         check_run_inputs(out, config, videos, truth)
         return _run(config, config_files, videos, out, truth, engine, specs, skipped, retry_rejected, progress,
                     ray_address)

@@ -101,13 +101,14 @@ def test_interrupted_run_resumes_without_redoing_clips(synthetic, tmp_path, monk
                        progress=False)
     first = {p.name: p.stat().st_mtime_ns for p in (out / "annotations").glob("*.pkl")}
     assert len(first) == 1
-    (out / ".staging").mkdir(exist_ok=True)
-    (out / ".staging" / "half_written.pkl").write_bytes(b"\x80")  # debris of the interruption
+    debris = out / "annotations" / ".synthtest00000_0.pkl.0a1b2c3d.partial"
+    debris.write_bytes(b"\x80")  # a record half-written when a run was killed
     monkeypatch.setattr(pipeline.TextWorker, "run", real_run)
     report = run_annotation(oracle_config(), ORACLE, synthetic["videos"], out, synthetic["truth"], progress=False)
     assert report["clips"]["already_done"] == 1 and report["clips"]["accepted"] == 3
     assert report["totals_in_output"] == {"accepted": 4, "rejected": 0}
     assert {n: (out / "annotations" / n).stat().st_mtime_ns for n in first} == first
+    assert not debris.exists()  # cleared by the run that completed
     again = run_annotation(oracle_config(), ORACLE, synthetic["videos"], out, synthetic["truth"], progress=False)
     assert again["clips"]["already_done"] == 4 and again["clips"]["seen"] == 0
     assert len(read_records(out / "annotations")) == 4

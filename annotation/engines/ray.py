@@ -24,7 +24,7 @@ from annotation.outcomes import Rejection
 from annotation.stage1.frame_annotations import ClipFrameAnnotations
 from formats.records import GroundedRecord
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMED = ("decode", "stage1", "stage3_tracking", "stage2", "stage3", "tracks")
 # what a cluster job does not need from the repository
 _UPLOAD_EXCLUDES = [".git", ".venv", "data", "runs", "lightning_logs", "**/*.pkl", "**/*.mp4", "**/*.ckpt",

@@ -11,7 +11,8 @@ was initialised from (CLIP, SAM, GLaMM, the LLM folder, the judge's vision tower
 ``--metrics`` takes a JSON of test metrics (``{"metrics": {...}}`` as ``make demo`` writes, or a
 flat mapping) for the model card. Further ``--key=value`` arguments override the config as on
 ``cli.py``. The folder then loads with ``Grove.from_pretrained(DIR)`` (or ``VCInspectorJudge``), and
-``cli.py predict/test``, ``python -m webdemo`` and ``python -m judge`` take it as ``--ckpt_path DIR``.
+``cli.py predict/test`` and ``python -m webdemo`` take it as ``--ckpt_path DIR``, ``python -m judge``
+as ``--ckpt-path DIR``.
 """
 from __future__ import annotations
 

@@ -55,7 +55,8 @@ class JudgeDataModule(L.LightningDataModule):
             alone (``false``: the paper's Table 7 ablation).
         prompter: the model's JudgePrompter; linked from the model by the CLI, not configured here.
         train_file / val_file / test_file: deprecated spellings of ``train_annotations`` /
-            ``val_annotations`` / ``test_annotations`` (accepted with a FutureWarning naming the new key).
+            ``val_annotations`` / ``test_annotations``, accepted with a FutureWarning naming the new key;
+            given beside the new key (an older overlay or override on a config), the old key's file is used.
     """
 
     def __init__(
@@ -92,10 +93,9 @@ class JudgeDataModule(L.LightningDataModule):
             new = DEPRECATED_KEYS[old]
             if value is None:
                 continue
-            if self.hparams[new] is not None:
-                raise ValueError(f"data.init_args.{old} and data.init_args.{new} are both given; {old} is the "
-                                 f"deprecated spelling of {new}: keep {new} only")
-            warnings.warn(f"data.init_args.{old} is deprecated: name the file data.init_args.{new}",
+            # given beside the new key it comes from an older overlay or override, the more specific layer
+            replaces = "" if self.hparams[new] is None else f" (here it replaces {new}={self.hparams[new]!r})"
+            warnings.warn(f"data.init_args.{old} is deprecated: name the file data.init_args.{new}{replaces}",
                           FutureWarning, stacklevel=2)
             self.hparams[new] = value
         self.prompter = prompter

@@ -1,6 +1,6 @@
 """The project's synthetic stand-ins for FG-Eval and FOIL benchmarks: clips of the built-in
 synthetic dataset (:mod:`datamodules.synthetic`) whose captions are corrupted by the judge's
-generator (:mod:`judge.corruption.generator`, rule backend in its closed-domain mode), unbalanced so
+generator (:mod:`judge.data.corruption.generator`, rule backend in its closed-domain mode), unbalanced so
 that every one-substitution corruption is kept for the FOIL pairs. Needs no weights or downloads."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 from datamodules.synthetic import generate_synthetic_dataset
 from formats.records import read_records
-from judge.corruption.data_types import sources_from_records
-from judge.corruption.generator import generate_corruptions, write_jsonl
-from judge.corruption.rule_backend import RuleBackend
+from judge.data.corruption.data_types import sources_from_records
+from judge.data.corruption.generator import generate_corruptions, write_jsonl
+from judge.data.corruption.rule_backend import RuleBackend
 
 
 def prepare_synthetic_benchmarks(root: str | Path, num_clips: int = 30, per_caption: int = 6, seed: int = 0,

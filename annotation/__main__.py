@@ -21,8 +21,8 @@ from typing import Sequence
 
 
 def _run(args) -> dict:
+    from annotation.commands.run import run_annotation
     from annotation.config import load_config
-    from annotation.run import run_annotation
 
     overrides = {}
     if args.batch_size is not None:
@@ -37,7 +37,7 @@ def _run(args) -> dict:
 
 
 def _score(args) -> dict:
-    from annotation.scoring import score_output
+    from annotation.commands.score import score_output
     from metrics.evaluator.evaluation import format_table
 
     report = score_output(args.pred, args.truth, args.clips, args.text_encoder,
@@ -53,7 +53,7 @@ def _score(args) -> dict:
 
 
 def _compare(args) -> dict:
-    from annotation.compare import run_compare
+    from annotation.commands.compare import run_compare
 
     result = run_compare(args.config, args.out, progress=not args.no_progress)
     print((Path(args.out) / "table6.md").read_text())
@@ -62,7 +62,7 @@ def _compare(args) -> dict:
 
 
 def _detail(args) -> dict:
-    from annotation.detail_caption_command import run_detail_captions
+    from annotation.commands.detail_captions import run_detail_captions
 
     result = run_detail_captions(args.config, args.inputs, args.out, args.frames_per_video)
     for key, item in result["captions"].items():

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
 
-from annotation.howtocaption import is_parquet_source, read_howtocaption
+from annotation.howtocaption import is_parquet_source, read_howtocaption, warn_ignored_rows
 from formats.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES, VideoDecodeError, open_video
 
 log = logging.getLogger(__name__)
@@ -160,6 +160,12 @@ def read_timestamps(path: str | Path, video_ids: Iterable[str] | None = None) ->
     layout that HowToCaption keeps; a list of ``{"start", "end"}`` entries per video is read too;
     so is the hub's parquet (a file, a folder or a glob of them: :mod:`annotation.howtocaption`),
     keeping only ``video_ids`` when given (a split lists about a million videos).
+
+    An entry that is not a list of start/end seconds is an error naming the file, the video and
+    the field when the video is one of ``video_ids`` (or ``video_ids`` is None); the entries of other
+    videos are not returned, and the bad ones among them (also non-finite seconds) are counted and
+    named in one warning. Non-finite seconds of a wanted video come back as they are: the clip
+    planner reports such a span as bad.
     """
     if is_parquet_source(path):  # the hub's parquet splits (annotation.howtocaption)
         return read_howtocaption(path, video_ids)
@@ -174,16 +180,27 @@ def read_timestamps(path: str | Path, video_ids: Iterable[str] | None = None) ->
         data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"clips.timestamps: {path} must map video ids to their clips, got {type(data).__name__}")
-    out = {}
+    wanted = None if video_ids is None else set(map(str, video_ids))
+    out, ignored = {}, []
     for video_id, entry in data.items():
+        video_id = str(video_id)
         try:
             if isinstance(entry, dict):
                 spans = list(zip(entry["start"], entry["end"]))
             else:
                 spans = [(e["start"], e["end"]) for e in entry]
-            out[str(video_id)] = [(float(a), float(b)) for a, b in spans]
+            spans = [(float(a), float(b)) for a, b in spans]
         except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"clips.timestamps: {path}: video '{video_id}' has no start/end seconds ({err})") from None
+            if wanted is None or video_id in wanted:
+                raise ValueError(f"clips.timestamps: {path}: video '{video_id}' has no start/end seconds "
+                                 f"({type(err).__name__}: {err})") from None
+            ignored.append(f"video '{video_id}': no start/end seconds ({type(err).__name__}: {err})")
+            continue
+        if wanted is None or video_id in wanted:
+            out[video_id] = spans
+        elif not all(math.isfinite(s) for span in spans for s in span):
+            ignored.append(f"video '{video_id}': seconds that are not finite")
+    warn_ignored_rows(path, ignored)
     return out
 
 

@@ -3,7 +3,7 @@
 Several files stack (later ones override keys of earlier ones, like experiment overlays), then
 every key is checked: an unknown section, backend or option is an error naming the files and
 the dotted key. The merged config is a plain dict, so the Ray engine ships it to its workers,
-which build their stages from it (:mod:`annotation.pipeline`).
+which build their stages from it (:mod:`annotation.engines.workers`).
 
 Sections: ``clips`` (how videos are cut when there is no ground truth: fixed ``seconds`` windows, or
 the clips of a HowToCaption ``timestamps`` file; ``clamp_spans: true`` annotates a span that starts
@@ -52,15 +52,15 @@ class ConfigError(ValueError):
 
 def backend_classes() -> dict[str, dict[str, type]]:
     """Stage -> backend name -> class (imported here so configs name backends by short name)."""
-    from annotation.caption_aggregation import LLMCaptionAggregator, RuleCaptionAggregator
-    from annotation.chat_openai import OpenAIChat
-    from annotation.chat_transformers import TransformersChat
-    from annotation.detail_caption_stage1 import DetailCaptionFrameAnnotator
-    from annotation.glamm_frame_annotator import GLaMMFrameAnnotator
-    from annotation.hf_frame_annotator import CaptionerDetectorFrameAnnotator
-    from annotation.noisy_oracle import NoisyOracleFrameAnnotator
-    from annotation.phrase_classification import EmbeddingPhraseClassifier, LLMPhraseClassifier
-    from annotation.tracker_stage3 import CoTrackerStage3, OracleTrackerStage3, SAM2Stage3
+    from annotation.llm.openai_chat import OpenAIChat
+    from annotation.llm.transformers_chat import TransformersChat
+    from annotation.stage1.captioner_detector import CaptionerDetectorFrameAnnotator
+    from annotation.stage1.detail_caption_annotator import DetailCaptionFrameAnnotator
+    from annotation.stage1.glamm_annotator import GLaMMFrameAnnotator
+    from annotation.stage1.noisy_oracle import NoisyOracleFrameAnnotator
+    from annotation.stage2.caption_aggregation import LLMCaptionAggregator, RuleCaptionAggregator
+    from annotation.stage3.by_tracking import CoTrackerStage3, OracleTrackerStage3, SAM2Stage3
+    from annotation.stage3.phrase_classification import EmbeddingPhraseClassifier, LLMPhraseClassifier
 
     return {
         "stage1": {"noisy_oracle": NoisyOracleFrameAnnotator, "captioner_detector": CaptionerDetectorFrameAnnotator,

@@ -1,10 +1,11 @@
 """The output folder: records, rejections, and what a re-run may skip.
 
 ``OUT/annotations/{video_id}_{clip_id}.pkl`` holds one record per accepted clip in the
-HowToGround1M per-key layout (written by :func:`formats.records.write_records_pickle_folder`
-into a staging folder, then renamed into place, so an interrupted run never leaves a partial
-record). ``OUT/rejected/{key}.json`` holds each rejected clip's reason. A re-run skips clips
-with either file; rejections caused by an unavailable backend are not stored, so they are redone.
+HowToGround1M per-key layout (written by :func:`formats.records.write_records_pickle_folder`,
+atomically: an interrupted run never leaves a partial record, at most a hidden ``.*.partial``
+file that no reader takes for a record). ``OUT/rejected/{key}.json`` holds each rejected clip's
+reason. A re-run skips clips with either file; rejections caused by an unavailable backend are
+not stored, so they are redone.
 
 File names are the keys through :func:`core.safe_names.safe_file_name`: the key itself for
 ordinary ids, a readable name plus a hash for any other, never a path outside ``OUT``.
@@ -15,8 +16,6 @@ from core.json_file import read_json
 from core.output_files import write_json_atomic
 from core.safe_names import safe_file_name
 
-import os
-import shutil
 from pathlib import Path
 
 from annotation.outcomes import Rejection
@@ -28,8 +27,7 @@ class OutputFolder:
         self.root = Path(root)
         self.annotations = self.root / "annotations"
         self.rejected = self.root / "rejected"
-        self.staging = self.root / ".staging"
-        for folder in (self.annotations, self.rejected, self.staging):
+        for folder in (self.annotations, self.rejected):
             folder.mkdir(parents=True, exist_ok=True)
 
     @staticmethod
@@ -59,11 +57,9 @@ class OutputFolder:
 
     def write_record(self, record: GroundedRecord) -> Path:
         name = self.file_stem(record.key)
-        write_records_pickle_folder([record], self.staging)
-        target = self.annotations / f"{name}.pkl"
-        os.replace(self.staging / f"{name}.pkl", target)
+        write_records_pickle_folder([record], self.annotations)
         (self.rejected / f"{name}.json").unlink(missing_ok=True)
-        return target
+        return self.annotations / f"{name}.pkl"
 
     def write_rejection(self, rejection: Rejection) -> None:
         if rejection.retryable:
@@ -71,4 +67,7 @@ class OutputFolder:
         write_json_atomic(self.rejected / f"{self.file_stem(rejection.key)}.json", rejection.to_dict(), indent=None)
 
     def close(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+        """Remove what killed runs left half-written (their hidden ``.*.partial`` files; the run holds
+        the folder's lock, so none is another run's)."""
+        for debris in self.annotations.glob(".*.partial"):
+            debris.unlink(missing_ok=True)

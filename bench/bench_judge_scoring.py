@@ -4,7 +4,7 @@
 built exactly as configs/judge_demo.yaml builds it, with a trained checkpoint's weights when
 ``--ckpt_path`` is given (random weights answer in fewer tokens, so they score faster than a trained
 judge that writes its whole explanation); the clips are synthetic (generated once into a temporary folder). Reports
-the throughput of :func:`judge.scoring.score_pairs` (decoding, prompting, greedy
+the throughput of :func:`judge.application.scoring.score_pairs` (decoding, prompting, greedy
 generation of up to the config's ``max_new_tokens``, parsing, writing), after one untimed batch.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pathlib import Path
 import torch
 
 from datamodules.synthetic import generate_synthetic_dataset
-from judge.loading import load_judge
-from judge.scoring import score_pairs
+from judge.application.loading import load_judge
+from judge.application.scoring import score_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from cli import cli_main
-from judge.video_feature_cache import FrozenVideoFeatureCache
+from judge.model.video_feature_cache import FrozenVideoFeatureCache
 
 ROOT = Path(__file__).resolve().parent.parent
 

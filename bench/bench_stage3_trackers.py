@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 
 from annotation.clips import clips_from_records
-from annotation.decoding import decode_clip
-from annotation.noisy_oracle import NoisyOracleFrameAnnotator
-from annotation.tracker_stage3 import CoTrackerStage3, OracleTrackerStage3, SAM2Stage3
+from annotation.stage1.decoding import decode_clip
+from annotation.stage1.noisy_oracle import NoisyOracleFrameAnnotator
+from annotation.stage3.by_tracking import CoTrackerStage3, OracleTrackerStage3, SAM2Stage3
 from formats.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ VERBS: dict[str, tuple[str, str, str]] = {
     "predict": ("command_line.grove_cli", "cli_main", "caption and ground videos (python cli.py predict)"),
     "evaluate": ("metrics.commands.evaluate", "main", "score a predictions file against ground truth"),
     "annotate": ("annotation.__main__", "main", "the automatic annotation pipeline (python -m annotation)"),
-    "judge": ("judge.commands", "main", "the caption judge (python -m judge)"),
+    "judge": ("judge.application.commands", "main", "the caption judge (python -m judge)"),
     "agreement": ("agreement.__main__", "main", "metric-human agreement tables (python -m agreement)"),
     "glamm": ("glamm.commands", "main", "GLaMM's released checkpoint and baselines"),
     "webdemo": ("webdemo.__main__", "main", "the browser demo and the long-video timeline (python -m webdemo)"),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from core.dict_merge import merge_dicts
 from core.init_time_paths import drop_init_time_paths, exported_module, is_init_time_key, strict_init_callback
+from core.moved_modules import new_name as moved_module_path
 from core.weights import CKPT_PATH_KEYWORDS, read_checkpoint_hparams
 from core.weights.pretrained_folder import is_pretrained_folder, load_into, load_weights
 
@@ -100,7 +101,10 @@ def missing_paths(config, subcommand: str | None = None) -> list[str]:
             if name in MODEL_PATH_KEYS and isinstance(value, str) and not Path(value).exists():
                 problems.append(f"model.{part}.{name}: {value!r} (README section '{MODEL_PATH_KEYS[name]}')")
     data = config.get("data") or {}
+    generated = as_dict(as_dict(data.get("init_args")).get("generate_from"))  # split files written on first use
     for name, value in as_dict(data.get("init_args")).items():
+        if name.endswith("_annotations") and name[: -len("_annotations")] in generated:
+            continue
         if name.endswith(DATA_PATH_SUFFIXES) and isinstance(value, str) and not Path(value).exists():
             problems.append(f"data.{name}: {value!r} (README section 'Datasets')")
     videos = as_dict(data.get("init_args")).get("videos")
@@ -120,10 +124,10 @@ def missing_paths(config, subcommand: str | None = None) -> list[str]:
 
 # Classes that moved, by the path checkpoints and saved run configs name them with -> where they live now.
 MOVED_CLASS_PATHS = {
-    "lightning_modules.judge_module.JudgeModule": "judge.module.JudgeModule",
+    "lightning_modules.judge_module.JudgeModule": "judge.training.module.JudgeModule",
     "lightning_modules.judge_module.WarmupCosineDecay": "lightning_modules.schedules.WarmupCosineDecay",
-    "datamodules.judge_datamodule.JudgeDataModule": "judge.datamodule.JudgeDataModule",
-    "callbacks.judge_callback.VCInspectorScore": "judge.callback.VCInspectorScore",
+    "datamodules.judge_datamodule.JudgeDataModule": "judge.data.datamodule.JudgeDataModule",
+    "callbacks.judge_callback.VCInspectorScore": "judge.application.callback.VCInspectorScore",
 }
 
 
@@ -146,7 +150,9 @@ def current_class_path(path: str | None) -> str | None:
     if not path or path in MOVED_CLASS_PATHS:
         return MOVED_CLASS_PATHS.get(path, path)
     module, _, name = path.rpartition(".")
-    return f"{MOVED_MODULES[module]}.{name}" if module in MOVED_MODULES else path
+    if module in MOVED_MODULES:
+        return f"{MOVED_MODULES[module]}.{name}"
+    return moved_module_path(path) or path  # a module of core.moved_modules.MOVED
 
 
 def _moved_in(text: str) -> list[str]:

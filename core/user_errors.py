@@ -29,7 +29,7 @@ INPUT_ERROR_NAMES = frozenset({
     "formats.safe_pickle.CorruptPickleError",
     "formats.safe_pickle.UnsafePickleError",
     "formats.video.VideoDecodeError",
-    "judge.readers.JudgeDataError",
+    "judge.data.readers.JudgeDataError",
     "metrics.functional.grounding.GroundingInputError",
     "metrics.protocols.pointing.PointingInputError",
     "webdemo.upload.UploadError",

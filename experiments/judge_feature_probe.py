@@ -5,7 +5,7 @@ A random toy judge has to learn from the corruptions alone to compare a caption 
 the video features and the language model. It caches the frozen vision tokens (merger output) of the
 judge's training and validation clips. It then trains a small transformer from scratch that
 reads the tokens and a caption, and flags every caption token a corruption changed, with labels
-from the generator's substitution records (:func:`judge.targets.substituted_spans`).
+from the generator's substitution records (:func:`judge.data.targets.substituted_spans`).
 It reports the flags' accuracy (unchanged / changed-object / changed-action tokens) and the
 Kendall tau-b between the validation scores and the mean flag of each caption.
 
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from judge.targets import substituted_spans
+from judge.data.targets import substituted_spans
 from metrics.functional.correlation import kendall_tau_b
 
 KINDS = ("unchanged", "object", "action")

@@ -3,7 +3,7 @@ import core  # noqa: F401  (torchvision compatibility: must precede lightning)
 
 import sys
 
-from judge.commands import main
+from judge.application.commands import main
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -15,13 +15,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from annotation.caption_aggregation import VideoCaption
 from annotation.clips import ClipSpec
 from annotation.config import load_config
-from annotation.frame_annotations import ClipFrameAnnotations, FrameAnnotation
+from annotation.engines.workers import TextWorker
 from annotation.outcomes import Rejection
-from annotation.phrase_classification import ClassificationTask
-from annotation.pipeline import TextWorker
+from annotation.stage1.frame_annotations import ClipFrameAnnotations, FrameAnnotation
+from annotation.stage2.caption_aggregation import VideoCaption
+from annotation.stage3.phrase_classification import ClassificationTask
 
 
 class LanguageLinker:

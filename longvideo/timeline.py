@@ -57,6 +57,18 @@ def _seconds(frame: int, fps: float) -> float:
     return round(float(frame) / float(fps), 3)
 
 
+def text_vectors(predictions: Mapping[str, Mapping[str, Any]], encoder: str) -> dict[str, np.ndarray]:
+    """Phrase -> unit sentence embedding (the meaning cue of :func:`build_timeline`) for every phrase
+    of the predictions, each phrase encoded once with the text encoder named ``encoder``."""
+    from metrics.text_encoder import build_text_encoder, encode_unique
+
+    phrases = sorted({p for pred in predictions.values() for p in pred.get("phrases", [])})
+    if not phrases:
+        return {}
+    unique, embeddings, _ = encode_unique(build_text_encoder(encoder), phrases)
+    return {p: e for p, e in zip(unique, embeddings.float().numpy())}
+
+
 def build_timeline(video: Mapping[str, Any], clips: Sequence[Mapping[str, Any]],
                    predictions: Mapping[str, Mapping[str, Any]], gaps: Sequence[Mapping[str, Any]] = (),
                    text_vectors: Mapping[str, np.ndarray] | None = None,

@@ -159,13 +159,9 @@ class LongVideoTimeline(L.Callback):
     def text_vectors(self) -> dict[str, np.ndarray] | None:
         if self.text_encoder is None:
             return None
-        from metrics.text_encoder import build_text_encoder, encode_unique
+        from longvideo.timeline import text_vectors
 
-        phrases = sorted({p for pred in self.predictions.values() for p in pred.get("phrases", [])})
-        if not phrases:
-            return {}
-        unique, embeddings, _ = encode_unique(build_text_encoder(self.text_encoder), phrases)
-        return {p: e for p, e in zip(unique, embeddings.float().numpy())}
+        return text_vectors(self.predictions, self.text_encoder)
 
     def build(self) -> dict[str, Any]:
         from longvideo.timeline import build_timeline, timeline_document

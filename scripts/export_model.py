@@ -5,13 +5,14 @@
         --ckpt_path runs/judge_demo/checkpoints/last.ckpt --out exported/judge_demo
 
 The config's model class decides which: a GroveModule writes a :class:`models.grove.Grove` folder, a
-JudgeModule a :class:`judge.model.VCInspectorJudge` folder (config.json, model.safetensors or
+JudgeModule a :class:`judge.model.vc_inspector.VCInspectorJudge` folder (config.json, model.safetensors or
 shards with an index, tokenizer, preprocessing config, README.md model card). Nothing the model
 was initialised from (CLIP, SAM, GLaMM, the LLM folder, the judge's vision tower) is read.
 ``--metrics`` takes a JSON of test metrics (``{"metrics": {...}}`` as ``make demo`` writes, or a
 flat mapping) for the model card. Further ``--key=value`` arguments override the config as on
 ``cli.py``. The folder then loads with ``Grove.from_pretrained(DIR)`` (or ``VCInspectorJudge``), and
-``cli.py predict/test``, ``python -m webdemo`` and ``python -m judge`` take it as ``--ckpt_path DIR``.
+``cli.py predict/test`` and ``python -m webdemo`` take it as ``--ckpt_path DIR``, ``python -m judge``
+as ``--ckpt-path DIR``.
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def export(configs: list[str], ckpt_path: str, out: str, overrides: list[str] = 
         model = module.model
         model.settings = grove_settings(module, data_hp, card)
     elif type(module).__name__ == "JudgeModule":
-        from judge.pretrained import judge_settings
+        from judge.model.pretrained import judge_settings
 
         model = module.judge
         model.settings = judge_settings(module, data_hp, card)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from judge.vision_pretext import VISION_FILE, merged_token_targets, pretrain  # noqa: F401
+from judge.training.vision_pretext import VISION_FILE, merged_token_targets, pretrain  # noqa: F401
 
 
 def _overlap(text: str) -> float:

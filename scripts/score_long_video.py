@@ -27,15 +27,7 @@ from formats.frame_grids import annotation_step
 from longvideo.clip_scoring import CAPTION_METRICS, score_run_clips
 from longvideo.linking import LinkingWeights
 from longvideo.scoring import METRIC_NAMES, clips_from_truth, entity_tracks, identity_scores, per_clip_tracks
-from longvideo.timeline import build_timeline, read_timeline
-
-
-def text_vectors(predictions: dict, encoder: str) -> dict:
-    from metrics.text_encoder import build_text_encoder, encode_unique
-
-    phrases = sorted({p for pred in predictions.values() for p in pred["phrases"]})
-    unique, embeddings, _ = encode_unique(build_text_encoder(encoder), phrases)
-    return {p: e for p, e in zip(unique, embeddings.float().numpy())}
+from longvideo.timeline import build_timeline, read_timeline, text_vectors
 
 
 def linking_alone(truth: dict, clip_seconds: float, paraphrase: float, seed: int, encoder: str) -> list[tuple]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from core.paths import REPO_ROOT
+from core.safe_names import safe_file_name
 from core.user_errors import UserInputError
 
 import itertools
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,10 +40,6 @@ class SweepPoint:
     args: list[str] = field(default_factory=list)
 
 
-def safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=+-]+", "_", text).strip("._") or "point"
-
-
 def expand_grid(axes: Sequence[str]) -> list[SweepPoint]:
     """``["KEY=V1,V2", ...]`` -> the cartesian product of the values, one point per combination.
 
@@ -69,7 +65,7 @@ def expand_grid(axes: Sequence[str]) -> list[SweepPoint]:
     for combo in itertools.product(*choices):
         labels = [label for label, _ in combo]
         meaningful = [label for label in labels if label != "base"] or ["base"]
-        points.append(SweepPoint(safe_name("__".join(meaningful)), [a for _, args in combo for a in args]))
+        points.append(SweepPoint(safe_file_name("__".join(meaningful)), [a for _, args in combo for a in args]))
     return points
 
 
@@ -80,6 +76,6 @@ def parse_points(specs: Sequence[str]) -> list[SweepPoint]:
         if "=" not in spec:
             raise UserInputError(f"--point {spec!r}: expected NAME=ARGS (ARGS may be empty)")
         name, args = spec.split("=", 1)
-        points.append(SweepPoint(safe_name(name), shlex.split(args)))
+        points.append(SweepPoint(safe_file_name(name or "point"), shlex.split(args)))
     return points
 

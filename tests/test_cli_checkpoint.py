@@ -56,8 +56,8 @@ def test_the_command_line_wins_and_the_checkpoint_fills_the_rest(tmp_path):
 
 
 def test_a_checkpoint_of_another_model_class_names_both(tmp_path):
-    ckpt = _checkpoint(tmp_path / "judge.ckpt", class_path="judge.module.JudgeModule", seed=0)
-    expected = (r"judge\.ckpt is a checkpoint of judge\.module\.JudgeModule, "
+    ckpt = _checkpoint(tmp_path / "judge.ckpt", class_path="judge.training.module.JudgeModule", seed=0)
+    expected = (r"judge\.ckpt is a checkpoint of judge\.training\.module\.JudgeModule, "
                 r"but the config's model is lightning_modules\.grove_module\.GroveModule")
     with pytest.raises(ValueError, match=expected):
         _final_config("test", "--config", DEMO, f"--ckpt_path={ckpt}")
@@ -66,21 +66,21 @@ def test_a_checkpoint_of_another_model_class_names_both(tmp_path):
 def test_a_checkpoint_saved_under_a_moved_class_path_is_its_class_today(tmp_path):
     """Judge checkpoints written before the judge became a package name lightning_modules.judge_module."""
     ckpt = _checkpoint(tmp_path / "judge.ckpt", class_path="lightning_modules.judge_module.JudgeModule", seed=0)
-    expected = (r"judge\.ckpt is a checkpoint of judge\.module\.JudgeModule, "
+    expected = (r"judge\.ckpt is a checkpoint of judge\.training\.module\.JudgeModule, "
                 r"but the config's model is lightning_modules\.grove_module\.GroveModule")
     with pytest.raises(ValueError, match=expected):
         _final_config("test", "--config", DEMO, f"--ckpt_path={ckpt}")
     judge_config = str(ROOT / "configs" / "judge_demo.yaml")
     config = _final_config("test", "--config", judge_config, f"--ckpt_path={ckpt}")
-    assert config.model.class_path == "judge.module.JudgeModule"
+    assert config.model.class_path == "judge.training.module.JudgeModule"
 
 
 def test_a_saved_config_naming_a_moved_class_says_where_it_lives_now(tmp_path):
     old = tmp_path / "config.yaml"
     old.write_text((ROOT / "configs" / "judge_demo.yaml").read_text()
-                   .replace("judge.module.JudgeModule", "lightning_modules.judge_module.JudgeModule"))
+                   .replace("judge.training.module.JudgeModule", "lightning_modules.judge_module.JudgeModule"))
     with pytest.raises(ValueError, match=r"config\.yaml: lightning_modules\.judge_module\.JudgeModule -> "
-                                         r"judge\.module\.JudgeModule"):
+                                         r"judge\.training\.module\.JudgeModule"):
         _final_config("test", "--config", str(old))
 
 
@@ -105,7 +105,8 @@ def test_moved_paths_map_to_where_the_classes_live():
     assert current_class_path("datamodules.records.GroundedRecord") == "formats.records.GroundedRecord"
     assert current_class_path("datamodules.video_folder.VideoFolderDataset") == \
         "datamodules.video_folder.VideoFolderDataset"  # a module whose name only starts like a moved one
-    assert current_class_path("lightning_modules.judge_module.JudgeModule") == "judge.module.JudgeModule"
+    assert current_class_path("lightning_modules.judge_module.JudgeModule") == "judge.training.module.JudgeModule"
+    assert current_class_path("judge.module.JudgeModule") == "judge.training.module.JudgeModule"
     for old, new in MOVED_MODULES.items():  # every new home exists and the old module is gone
         importlib.import_module(new)
         assert not (ROOT / f"{old.replace('.', '/')}.py").exists()

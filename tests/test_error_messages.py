@@ -62,8 +62,8 @@ def test_evaluating_or_predicting_without_a_checkpoint_warns_loudly(tmp_path):
 
 
 def test_the_judge_data_generator_names_an_empty_record_file(tmp_path):
-    from judge.corruption.generator import generate_corruptions, main
-    from judge.corruption.rule_backend import RuleBackend
+    from judge.data.corruption.generator import generate_corruptions, main
+    from judge.data.corruption.rule_backend import RuleBackend
 
     (tmp_path / "records.json").write_text("[]")
     with pytest.raises(SystemExit, match=r"records\.json: no captions to corrupt"):

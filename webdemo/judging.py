@@ -1,16 +1,16 @@
 """The VC-Inspector judge's score and explanation of each clip's predicted caption.
 
-The judge is loaded once with :func:`judge.loading.load_judge` (a judge config with its checkpoint,
+The judge is loaded once with :func:`judge.application.loading.load_judge` (a judge config with its checkpoint,
 a judge ``.ckpt``, a released Hugging Face folder or a LoRA adapter folder) and scores through
-:func:`judge.scoring.score_pairs`, so a clip is read and rated exactly as ``python -m judge score``
+:func:`judge.application.scoring.score_pairs`, so a clip is read and rated exactly as ``python -m judge score``
 rates a (video, caption) pair with the same clip range.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from judge.loading import LoadedJudge, load_judge
-from judge.scoring import score_pairs
+from judge.application.loading import LoadedJudge, load_judge
+from judge.application.scoring import score_pairs
 
 # rows of {key, video, caption, start_frame, end_frame} -> one {score, explanation, error} per row
 ClipJudge = Callable[[Sequence[dict[str, Any]]], list[dict[str, Any]]]

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from agreement.benchmarks.items import Benchmark, BenchmarkFormatError, CaptionItem, Visual
-from judge.readers import iter_jsonl
+from judge.data.readers import iter_jsonl
 
 REFERENCE_FIELDS = ("GT_Caption_GPT4O", "GT_Caption_GPT4V", "GT_Caption_Gemini15Pro")
 CANDIDATE_FIELDS = ("CogVLM", "ShareCaptioner", "LLaVA_v15")

@@ -1,10 +1,10 @@
 """The synthetic FG-Eval sets (VC-Inspector paper, section 4.3): reference captions corrupted by the
-project's generator (:mod:`judge.corruption.generator`), each with its generated 1-5 score; a metric
+project's generator (:mod:`judge.data.corruption.generator`), each with its generated 1-5 score; a metric
 should rank them as the scores do (Kendall tau-b and Spearman rho, Table 1).
 
 ActivityNet-FG-Eval corrupts the ActivityNet Captions test captions, YouCook2-FG-Eval the YouCook2
 validation captions (``youcookii_annotations_trainval.json``, read by
-:func:`judge.readers.read_youcook2_captions`): ``python -m judge corrupt --youcook2 FILE --out ...``.
+:func:`judge.data.readers.read_youcook2_captions`): ``python -m judge corrupt --youcook2 FILE --out ...``.
 
 Each item keeps the caption the corruption started from as its reference: reference-based
 metrics then see the uncorrupted caption, an upper bound rather than a comparable figure.
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from agreement.benchmarks.items import Benchmark, BenchmarkFormatError, CaptionItem, Visual
-from judge.readers import read_judge_jsonl
+from judge.data.readers import read_judge_jsonl
 
 FG_STATISTICS = ("kendall_tau_b", "spearman_rho")
 

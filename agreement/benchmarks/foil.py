@@ -5,9 +5,9 @@ a correct caption and its FOIL, the same caption with one object replaced, of on
   annotations: [{id, image_id, caption, foil: bool, ...}]}``; a FOIL annotation and its original
   share ``id``. With ``coco_captions`` (``captions_val2014.json``) each pair gets the image's other
   COCO captions as references (``n_refs`` of them: 1 or 4 in PAC-S's protocol).
-* ActivityNet-FOIL (EMScore release): read by :func:`judge.pairs.read_activitynet_foil`.
+* ActivityNet-FOIL (EMScore release): read by :func:`judge.data.pairs.read_activitynet_foil`.
 * Synthetic FOIL: the project's corruption generator's rows that changed exactly one object or
-  action, against their reference caption (:func:`judge.pairs.foil_pairs_from_corruptions`).
+  action, against their reference caption (:func:`judge.data.pairs.foil_pairs_from_corruptions`).
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from agreement.benchmarks.items import Benchmark, BenchmarkFormatError, CaptionItem, Visual
-from judge.pairs import foil_pairs_from_corruptions, read_activitynet_foil
-from judge.readers import iter_jsonl
+from judge.data.pairs import foil_pairs_from_corruptions, read_activitynet_foil
+from judge.data.readers import iter_jsonl
 
 FOIL_STATISTICS = ("foil_accuracy", "foil_accuracy_half_ties")
 

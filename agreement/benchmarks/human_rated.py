@@ -23,9 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from agreement.benchmarks.items import Benchmark, BenchmarkFormatError, CaptionItem, Visual
-from formats.safe_pickle import safe_load
+from formats.vatex_eval import VatexEvalFormatError, read_rated_captions
 
-VATEX_FILES = ("candidates_list", "gts_list", "human_scores", "video_ids")
 CORRELATION = ("kendall_tau_b", "spearman_rho")
 
 
@@ -49,57 +48,27 @@ def _references(refs, n_refs: int | None, where: str) -> list[str]:
 
 def read_vatex_eval(path: str | Path, n_refs: int | None = 1, video_template: str = "{video_id}.mp4",
                     name: str = "VATEX-Eval") -> Benchmark:
-    """VATEX-Eval (or a benchmark in its layout); ``n_refs`` references per candidate (None: all)."""
+    """VATEX-Eval (or a benchmark in its layout, :mod:`formats.vatex_eval`); ``n_refs`` references per
+    candidate (None: all)."""
     path = Path(path)
-    if path.is_file() and path.suffix == ".json":
-        return _read_rated_json(path, n_refs, video_template, name)
-    files = {n: path / f"{n}.pkl" for n in VATEX_FILES}
-    missing = [str(p) for n, p in files.items() if not p.exists() and (n != "gts_list" or n_refs)]
-    if missing:
-        raise FileNotFoundError(f"{name} folder {path} lacks {', '.join(missing)}")
-    captions = [str(c) for c in np.asarray(safe_load(files["candidates_list"]), dtype=object).reshape(-1)]
-    video_ids = [str(v) for v in np.asarray(safe_load(files["video_ids"]), dtype=object).reshape(-1)]
-    scores = np.asarray(safe_load(files["human_scores"]), dtype=np.float64).reshape(-1)
-    n = len(captions)
-    if len(video_ids) != n or n == 0 or scores.size % n:
-        raise BenchmarkFormatError(f"{path}: {n} candidates, {len(video_ids)} video ids and {scores.size} human "
-                                   "scores do not line up (human_scores.pkl holds annotators x candidates)")
-    ratings = scores.reshape(-1, n).T
-    gts = list(safe_load(files["gts_list"])) if files["gts_list"].exists() else [[] for _ in captions]
-    if len(gts) != n:
-        raise BenchmarkFormatError(f"{files['gts_list']}: {len(gts)} reference lists for {n} candidates")
-    items = [CaptionItem(key=f"{v}#{k}", caption=c, visual=Visual(video=video_template.format(video_id=v)),
-                         references=_references(g, n_refs, f"{files['gts_list']}, entry {k}"), group=v)
-             for k, (v, c, g) in enumerate(zip(video_ids, captions, gts))]
-    return Benchmark(name, items, CORRELATION, ratings=ratings, protocol="per_annotator", info={"n_refs": n_refs})
-
-
-def _read_rated_json(path: Path, n_refs: int | None, video_template: str, name: str) -> Benchmark:
-    entries = _load_json(path, name)
-    if not isinstance(entries, list) or not entries:
-        raise BenchmarkFormatError(f"{path}: expected a non-empty list of {{video_id, caption, human_scores}} objects")
-    items, ratings = [], []
+    try:
+        entries = read_rated_captions(path, need_references=bool(n_refs), name=name)
+    except VatexEvalFormatError as err:
+        raise BenchmarkFormatError(str(err)) from None
+    refs_where = f"{path / 'gts_list.pkl'}, entry" if path.is_dir() else f"{path}, entry"
+    items = []
     for k, entry in enumerate(entries):
-        where = f"{path}, entry {k}"
-        if not isinstance(entry, dict):
-            raise BenchmarkFormatError(f"{where}: expected an object")
-        for field in ("video_id", "caption", "human_scores"):
-            if field not in entry:
-                raise BenchmarkFormatError(f"{where}: missing field '{field}'")
-        human = entry["human_scores"]
-        if not isinstance(human, list) or not human or not all(isinstance(h, (int, float)) for h in human):
-            raise BenchmarkFormatError(f"{where}: field 'human_scores' must be a non-empty list of numbers")
-        ratings.append(human)
-        visual = Visual(video=video_template.format(video_id=entry["video_id"]),
-                        start_s=entry.get("start_s"), end_s=entry.get("end_s"))
-        items.append(CaptionItem(f"{entry['video_id']}#{k}", str(entry["caption"]), visual,
-                                 _references(entry.get("references"), n_refs if entry.get("references") else None,
-                                             where), str(entry["video_id"])))
-    width = max(len(r) for r in ratings)
-    matrix = np.full((len(ratings), width), np.nan)
-    for row, r in zip(matrix, ratings):
-        row[: len(r)] = r
-    return Benchmark(name, items, CORRELATION, ratings=matrix, protocol="per_annotator", info={"n_refs": n_refs})
+        # a JSON entry without references is reference-free whatever n_refs asks
+        wanted = n_refs if (path.is_dir() or entry.references) else None
+        items.append(CaptionItem(f"{entry.video_id}#{k}", entry.caption,
+                                 Visual(video=video_template.format(video_id=entry.video_id),
+                                        start_s=entry.start_s, end_s=entry.end_s),
+                                 _references(entry.references, wanted, f"{refs_where} {k}"), entry.video_id))
+    width = max(len(e.human_scores) for e in entries)
+    ratings = np.full((len(entries), width), np.nan)
+    for row, entry in zip(ratings, entries):
+        row[: len(entry.human_scores)] = entry.human_scores
+    return Benchmark(name, items, CORRELATION, ratings=ratings, protocol="per_annotator", info={"n_refs": n_refs})
 
 
 def read_youcook2_eval(path: str | Path, n_refs: int | None = None, video_template: str = "{video_id}.mp4"

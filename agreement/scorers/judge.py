@@ -12,7 +12,7 @@ from agreement.scorers.base import CaptionScorer, progress_bar
 
 class JudgeScorer(CaptionScorer):
     """``judge`` is anything with ``score(frames, captions, max_new_tokens=...) -> answers``
-    (answers with ``.score``), e.g. :class:`judge.model.VCInspectorJudge`."""
+    (answers with ``.score``), e.g. :class:`judge.model.vc_inspector.VCInspectorJudge`."""
 
     def __init__(self, judge: Any, batch_size: int = 8, max_new_tokens: int = 64, name: str = "VC-Inspector"):
         self.judge, self.batch_size, self.max_new_tokens, self.name = judge, int(batch_size), int(max_new_tokens), name
@@ -34,7 +34,7 @@ def load_judge_scorer(config: Sequence[str] | str | None = None, ckpt_path: str 
                       judge_path: str | None = None, base_model: str | None = None,
                       overrides: Sequence[str] = (), **kwargs: Any) -> JudgeScorer:
     """A judge from a config (+ checkpoint) or released weights (``judge_path``), as ``python -m judge`` takes it."""
-    from judge.loading import load_judge
+    from judge.application.loading import load_judge
 
     spec = judge_path if judge_path is not None else config
     loaded = load_judge(spec, ckpt_path=ckpt_path, overrides=list(overrides), base_model=base_model)

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from judge.model import VCInspectorJudge
+from judge.model.vc_inspector import VCInspectorJudge
 from tests.judge.judge_fixtures import TINY
 
 
@@ -78,7 +78,7 @@ def test_feature_probe_runs_on_the_judge_config(tiny_synthetic_root, tmp_path, v
                  f"--data.init_args.synthetic_root={tiny_synthetic_root}", "--data.init_args.num_workers=0",
                  "--data.init_args.num_frames=4", "--model.init_args.vision_checkpoint=null",
                  "--data.init_args.generator={backend: rule, in_domain: require, max_climb: 4, balance: false}",
-                 *[f"--data.init_args.{s}_file={tmp_path / f'{s}.jsonl'}" for s in ("train", "val", "test")],
+                 *[f"--data.init_args.{s}_annotations={tmp_path / f'{s}.jsonl'}" for s in ("train", "val", "test")],
                  "--data.init_args.generate_from={" + ", ".join(
                      f"{s}: {tiny_synthetic_root / 'annotations' / f'{s}.json'}"
                      for s in ("train", "val", "test")) + "}"]

@@ -1,5 +1,5 @@
 """Correlation statistics, once for the project: Kendall tau-b and tau-c, Spearman rho (on average
-ranks) and Pearson r. The judge's :class:`judge.correlation.JudgeCorrelation` and the agreement
+ranks) and Pearson r. The judge's :class:`judge.training.correlation.JudgeCorrelation` and the agreement
 tables (:mod:`agreement.statistics`) use these functions.
 
 Ties are handled as scipy.stats does (tau-b; average ranks); each function returns NaN where the

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from annotation.caption_aggregation import LLMCaptionAggregator
-from annotation.chat import ChatBackendError
-from annotation.chat_openai import OpenAIChat
 from annotation.clips import ClipSpec
-from annotation.decoding import DecodedClip
-from annotation.prompts import STAGE2_SYSTEM, stage2_messages
+from annotation.llm.chat import ChatBackendError
+from annotation.llm.openai_chat import OpenAIChat
+from annotation.llm.prompts import STAGE2_SYSTEM, stage2_messages
+from annotation.stage1.decoding import DecodedClip
+from annotation.stage2.caption_aggregation import LLMCaptionAggregator
 from tests.fixtures.tiny_detail_models import save_tiny_detail_models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def decoded_clip(num_frames=3, height=40, width=56):
 
 
 def test_captioner_detector_stage1_runs_the_real_models(tiny_models):
-    from annotation.hf_frame_annotator import CaptionerDetectorFrameAnnotator
+    from annotation.stage1.captioner_detector import CaptionerDetectorFrameAnnotator
 
     stage1 = CaptionerDetectorFrameAnnotator(str(tiny_models / "captioner"), str(tiny_models / "detector"),
                                              max_new_tokens=6, box_threshold=0.0, device="cpu")
@@ -61,8 +61,8 @@ def test_captioner_detector_stage1_runs_the_real_models(tiny_models):
 
 
 def test_transformers_chat_renders_the_template_and_random_answers_are_rejected(tiny_models):
-    from annotation.chat_transformers import TransformersChat
-    from annotation.frame_annotations import ClipFrameAnnotations, FrameAnnotation
+    from annotation.llm.transformers_chat import TransformersChat
+    from annotation.stage1.frame_annotations import ClipFrameAnnotations, FrameAnnotation
 
     chat = TransformersChat(str(tiny_models / "llm"), max_new_tokens=8, batch_size=2, device="cpu")
     messages = stage2_messages([[["red circle", "moving up"]]])
@@ -146,8 +146,8 @@ def test_openai_backend_speaks_chat_completions_and_retries_server_errors(monkey
 
 
 def test_pipeline_with_an_openai_endpoint_for_stages_2_and_3(tmp_path):
+    from annotation.commands.run import run_annotation
     from annotation.config import load_config
-    from annotation.run import run_annotation
     from datamodules.synthetic import generate_synthetic_dataset
     from formats.records import read_records
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from annotation.__main__ import main
-from annotation.compare import table_rows
+from annotation.commands.compare import table_rows
 
 
 def test_table_rows_are_percent_and_their_average():

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from annotation.clips import BadSpan, clips_from_timestamps, find_videos, video_id_of
+from annotation.commands.run import run_annotation
 from annotation.config import ConfigError, load_config
-from annotation.run import run_annotation
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs" / "annotation"
@@ -95,7 +95,7 @@ def test_a_second_run_on_one_output_folder_is_refused_naming_it(videos, tmp_path
 
 
 def test_a_rerun_resumes_only_a_folder_made_from_the_same_inputs(videos, tmp_path):
-    from annotation.run import RUN_INPUTS
+    from annotation.commands.run import RUN_INPUTS
 
     out = tmp_path / "out"
     config = load_config([CONFIGS / "synthetic.yaml"])

@@ -10,7 +10,7 @@ import torch
 from annotation.__main__ import main
 from annotation.clips import clips_from_timestamps
 from annotation.config import load_config
-from annotation.pipeline import FrameWorker
+from annotation.engines.workers import FrameWorker
 from tests.fixtures.official_glamm_state import save_loud_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ def test_glamm_stage1_gives_a_caption_and_mask_boxes_per_sampled_frame(synthetic
             total_boxes += len(frame.boxes)
     # the same frames through GLaMM directly: the boxes are the masks' tight boxes (+1: pixel extent)
     clip = clips[0]
-    from annotation.decoding import decode_clip
+    from annotation.stage1.decoding import decode_clip
 
     decoded = decode_clip(synthetic["videos"], specs[0], every=3)
     results = worker.stage1.model.ground(decoded.frames, max_new_tokens=8)
@@ -88,7 +88,7 @@ def test_howtocaption_timestamps_cut_the_clips(synthetic, tmp_path):
         [(ids[0], "0", 0, 19), (ids[0], "2", 25, 49)]
     assert [s.key for s in skipped] == [f"{i}_*" for i in ids[1:]]  # no timestamps for the other video
     config = load_config([CONFIGS / "synthetic.yaml"], {"clips": {"timestamps": str(path), "min_seconds": 0.5}})
-    from annotation.run import plan_clips
+    from annotation.commands.run import plan_clips
 
     planned, _ = plan_clips(config, synthetic["videos"], None)
     assert [s.key for s in planned] == [f"{ids[0]}_0", f"{ids[0]}_2"]

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("ray")
 
+from annotation.commands.run import run_annotation
 from annotation.config import load_config
-from annotation.run import run_annotation
 from formats.records import read_records
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "annotation"
@@ -39,3 +39,9 @@ def test_ray_engine_writes_the_same_records_as_the_local_engine(tmp_path):
     a = {r.key: r.to_dict() for r in read_records(tmp_path / "local" / "annotations")}
     b = {r.key: r.to_dict() for r in read_records(tmp_path / "ray" / "annotations")}
     assert a == b and len(a) == 4
+
+
+def test_a_cluster_job_ships_the_repository_root():
+    from annotation.engines.ray import REPO_ROOT
+
+    assert (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "annotation" / "__main__.py").is_file()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from annotation.__main__ import main
+from annotation.commands.run import run_annotation
 from annotation.config import ConfigError, load_config
-from annotation.run import run_annotation
 from formats.records import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def test_corrupt_video_is_skipped_and_named(synthetic, tmp_path):
 
 
 def test_interrupted_run_resumes_without_redoing_clips(synthetic, tmp_path, monkeypatch):
-    from annotation import pipeline
+    from annotation.engines import workers as pipeline
 
     out = tmp_path / "out"
     real_run, calls = pipeline.TextWorker.run, []
@@ -101,13 +101,14 @@ def test_interrupted_run_resumes_without_redoing_clips(synthetic, tmp_path, monk
                        progress=False)
     first = {p.name: p.stat().st_mtime_ns for p in (out / "annotations").glob("*.pkl")}
     assert len(first) == 1
-    (out / ".staging").mkdir(exist_ok=True)
-    (out / ".staging" / "half_written.pkl").write_bytes(b"\x80")  # debris of the interruption
+    debris = out / "annotations" / ".synthtest00000_0.pkl.0a1b2c3d.partial"
+    debris.write_bytes(b"\x80")  # a record half-written when a run was killed
     monkeypatch.setattr(pipeline.TextWorker, "run", real_run)
     report = run_annotation(oracle_config(), ORACLE, synthetic["videos"], out, synthetic["truth"], progress=False)
     assert report["clips"]["already_done"] == 1 and report["clips"]["accepted"] == 3
     assert report["totals_in_output"] == {"accepted": 4, "rejected": 0}
     assert {n: (out / "annotations" / n).stat().st_mtime_ns for n in first} == first
+    assert not debris.exists()  # cleared by the run that completed
     again = run_annotation(oracle_config(), ORACLE, synthetic["videos"], out, synthetic["truth"], progress=False)
     assert again["clips"]["already_done"] == 4 and again["clips"]["seen"] == 0
     assert len(read_records(out / "annotations")) == 4

@@ -4,20 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from annotation.caption_aggregation import LLMCaptionAggregator, RuleCaptionAggregator, VideoCaption
-from annotation.chat import ChatBackendError, ask_with_retries
 from annotation.clips import ClipSpec
-from annotation.decoding import DecodedClip
-from annotation.frame_annotations import ClipFrameAnnotations, FrameAnnotation
-from annotation.noisy_oracle import SPURIOUS, NoisyOracleFrameAnnotator
-from annotation.outcomes import Rejection
-from annotation.phrase_classification import (
-    ClassificationTask,
-    EmbeddingPhraseClassifier,
-    LLMPhraseClassifier,
-    is_human,
-)
-from annotation.prompts import (
+from annotation.llm.chat import ChatBackendError, ask_with_retries
+from annotation.llm.prompts import (
     STAGE2_SYSTEM,
     STAGE3_SYSTEM,
     AnswerError,
@@ -26,8 +15,19 @@ from annotation.prompts import (
     stage2_messages,
     stage3_messages,
 )
-from annotation.svo import SVOParser, third_person
-from annotation.tracks import build_record
+from annotation.outcomes import Rejection
+from annotation.stage1.decoding import DecodedClip
+from annotation.stage1.frame_annotations import ClipFrameAnnotations, FrameAnnotation
+from annotation.stage1.noisy_oracle import SPURIOUS, NoisyOracleFrameAnnotator
+from annotation.stage2.caption_aggregation import LLMCaptionAggregator, RuleCaptionAggregator, VideoCaption
+from annotation.stage2.svo import SVOParser, third_person
+from annotation.stage3.phrase_classification import (
+    ClassificationTask,
+    EmbeddingPhraseClassifier,
+    LLMPhraseClassifier,
+    is_human,
+)
+from annotation.stage3.tracks import build_record
 from datamodules.synthetic_scenes import SyntheticConfig, clip_rng, generate_clip
 
 

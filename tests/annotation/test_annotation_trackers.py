@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from annotation.box_tracking import TrackingInput, box_grid_points, boxes_from_points
+from annotation.commands.run import run_annotation
 from annotation.config import load_config
-from annotation.run import run_annotation
-from annotation.sam2_tracker import tight_boxes
-from annotation.tracker_stage3 import key_rows
+from annotation.stage3.by_tracking import key_rows
+from annotation.stage3.trackers.box_tracking import TrackingInput, box_grid_points, boxes_from_points
+from annotation.stage3.trackers.sam2_tracker import tight_boxes
 from formats.records import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,7 @@ def test_tracker_backends_run_in_the_pipeline_with_tiny_models(synthetic, tmp_pa
 
 
 def test_cotracker_batches_equal_single_clips(synthetic):
-    from annotation.cotracker_tracker import CoTrackerBoxTracker
+    from annotation.stage3.trackers.cotracker_tracker import CoTrackerBoxTracker
     from models.cotracker3 import CoTracker3Config, CoTracker3Offline, CoTracker3Predictor
 
     torch.manual_seed(1)
@@ -123,10 +123,10 @@ def test_cotracker_batches_equal_single_clips(synthetic):
 def test_tracks_travel_between_workers_as_json():
     import json
 
-    from annotation.box_tracking import Track
     from annotation.clips import ClipSpec
-    from annotation.frame_annotations import ClipFrameAnnotations, FrameAnnotation
-    from annotation.tracker_stage3 import TrackerStage3
+    from annotation.stage1.frame_annotations import ClipFrameAnnotations, FrameAnnotation
+    from annotation.stage3.by_tracking import TrackerStage3
+    from annotation.stage3.trackers.box_tracking import Track
 
     clip = ClipFrameAnnotations(ClipSpec("v.mp4", "v", "0", 0, 10, 5.0), 5.0, 0, 10, 64, 48,
                                 [FrameAnnotation(0, "A red circle.", ["a red circle"], [[1, 2, 3, 4]], [0.9]),
@@ -173,7 +173,7 @@ def test_ray_engine_tracks_like_the_local_engine(synthetic, tmp_path):
 
 
 def test_a_wrong_cotracker_size_is_named():
-    from annotation.cotracker_tracker import CoTrackerBoxTracker
+    from annotation.stage3.trackers.cotracker_tracker import CoTrackerBoxTracker
 
     with pytest.raises(ValueError, match="stage3.model_config.hidden is not a CoTracker3 size"):
         _ = CoTrackerBoxTracker(None, model_config={"hidden": 8}, device="cpu").predictor

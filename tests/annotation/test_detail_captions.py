@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from annotation.detail_captions import (
+from annotation.stage1.detail_captions import (
     filter_hallucinations,
     limit_words,
     maximal_rectangle,
@@ -85,8 +85,8 @@ def test_five_stages_end_to_end_on_a_synthetic_frame(tmp_path):
 def test_detail_captions_as_the_stage1_caption_mode(tmp_path):
     import yaml
 
+    from annotation.commands.run import run_annotation
     from annotation.config import load_config
-    from annotation.run import run_annotation
     from datamodules.synthetic import generate_synthetic_dataset
     from tests.fixtures.tiny_detail_models import save_tiny_detail_models
 

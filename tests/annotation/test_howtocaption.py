@@ -1,5 +1,6 @@
 """HowToCaption's hub parquet as the annotation pipeline's clip source (written here with pyarrow)."""
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -83,3 +84,58 @@ def test_parquet_and_json_cut_the_same_clips(tmp_path):
     assert from_parquet == clips_from_timestamps(videos, as_json, min_seconds=0.5)
     # 25 fps: [0, 0.8) s -> frames 0..19; [0.4, 0.6) s is under 0.5 s: dropped; [1, 2) s -> frames 25..49
     assert [(c.key, c.start_frame, c.end_frame) for c in from_parquet[0]] == [("vidA_0", 0, 19), ("vidA_2", 25, 49)]
+
+
+def _one_video(tmp_path):
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    write_video(videos / "vidA.mp4", np.full((50, 16, 16, 3), 90, np.uint8), 25.0, threads=1)  # 2 s at 25 fps
+    return videos
+
+
+GOOD = [(0.0, 0.8, ["a"]), (1.0, 2.0, ["c"])]
+
+
+@pytest.mark.parametrize("layout", ["parquet", "json"])
+def test_bad_rows_of_other_videos_are_counted_and_named_not_fatal(tmp_path, layout):
+    videos = _one_video(tmp_path)
+    if layout == "parquet":  # a NaN start, a missing end and a missing description in three other videos' rows
+        source = write_split(tmp_path / "how_to_caption.parquet",
+                             [("vidZ", [(0.0, 1.0, []), (float("nan"), 2.0, [])]), ("vidA", GOOD),
+                              ("vidY", [(0.0, None, [])])])
+        table = pq.read_table(source)
+        rows = table.to_pylist() + [{"video_id": "vidX", "description": None, "source": "youtube"}]
+        pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), source)
+        named = [r"how_to_caption.parquet, row 0 \(video 'vidZ'\), description\[1\].start: missing or not finite",
+                 r"row 2 \(video 'vidY'\), description\[0\].end: missing",
+                 r"row 3 \(video 'vidX'\): description is missing"]
+    else:  # a NaN, a word for seconds, a missing end
+        source = tmp_path / "howtocaption.json"
+        source.write_text(json.dumps({"vidZ": {"start": [0.0, float("nan")], "end": [1.0, 2.0]},
+                                      "vidA": {"start": [0.0, 1.0], "end": [0.8, 2.0]},
+                                      "vidY": {"start": ["soon"], "end": [1.0]},
+                                      "vidX": [{"start": 0.0}]}))
+        named = [r"video 'vidZ': seconds that are not finite", r"video 'vidY': no start/end seconds \(ValueError",
+                 r"video 'vidX': no start/end seconds \(KeyError"]
+    with pytest.warns(UserWarning, match=r"3 row\(s\) of video\(s\) not in this run have bad values") as caught:
+        specs, skipped = clips_from_timestamps(videos, source, min_seconds=0.5)
+    message = "\n".join(str(w.message) for w in caught)
+    for pattern in named:
+        assert re.search(pattern, message), (pattern, message)
+    assert [(c.key, c.start_frame, c.end_frame) for c in specs] == [("vidA_0", 0, 19), ("vidA_1", 25, 49)]
+    assert skipped == []
+
+
+@pytest.mark.parametrize("layout", ["parquet", "json"])
+def test_a_bad_row_of_a_video_in_the_run_is_an_error_naming_file_row_and_field(tmp_path, layout):
+    videos = _one_video(tmp_path)
+    if layout == "parquet":
+        source = write_split(tmp_path / "how_to_caption.parquet",
+                             [("vidZ", GOOD), ("vidA", [(0.0, 0.8, []), (1.0, float("nan"), [])])])
+        message = r"how_to_caption.parquet, row 1 \(video 'vidA'\), description\[1\].end: missing or not finite"
+    else:
+        source = tmp_path / "howtocaption.json"
+        source.write_text(json.dumps({"vidZ": {"start": [0.0], "end": [1.0]}, "vidA": {"start": [0.0, 1.0]}}))
+        message = r"howtocaption.json: video 'vidA' has no start/end seconds \(KeyError: 'end'\)"
+    with pytest.raises(ValueError, match=message):
+        clips_from_timestamps(videos, source, min_seconds=0.5)

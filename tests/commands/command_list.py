@@ -28,8 +28,8 @@ COMMANDS: dict[str, tuple[str, str, list[str]]] = {
 # scripts/export_model.py: listed so the check covers them once those renames are in.
 OTHER_PACKAGES_COMMANDS: dict[str, tuple[str, str, list[str]]] = {
     "python -m annotation": ("annotation.__main__", "main", []),
-    "python -m judge": ("judge.commands", "main", []),
-    "python -m judge corrupt": ("judge.corruption.generator", "main", []),
+    "python -m judge": ("judge.application.commands", "main", []),
+    "python -m judge corrupt": ("judge.data.corruption.generator", "main", []),
     "python -m metrics.evaluate": ("metrics.commands.evaluate", "main", []),
     "python -m metrics.anet_entities": ("metrics.commands.anet_entities", "main", []),
     "python -m metrics.vidstg": ("metrics.commands.vidstg", "main", []),

@@ -307,8 +307,8 @@ def test_a_100k_row_file_is_indexed_and_read_holding_only_the_index(tmp_path):
 
 
 def test_the_annotation_truth_and_the_glamm_baseline_read_the_hub_layout(tmp_path):
+    from annotation.commands.run import plan_clips
     from annotation.config import load_config
-    from annotation.run import plan_clips
     from tests.fixtures.paths import ROOT
 
     records = howtoground_records(raw=True)

@@ -20,7 +20,7 @@ class ScriptedJudge:
         self.calls = []
 
     def score(self, frames, captions, max_new_tokens=64, sampled_fps=None):
-        from judge.prompt_format import parse_judge_answer
+        from judge.model.prompt_format import parse_judge_answer
 
         self.calls.append(list(captions))
         assert all(f.ndim == 4 and f.shape[-1] == 3 and f.dtype == np.uint8 for f in frames)
@@ -33,8 +33,8 @@ def save_tiny_qwen_folder(folder, seed=0):
     import torch
     from transformers import Qwen2_5_VLForConditionalGeneration
 
-    from judge.model import tiny_judge_config, tiny_video_processor
-    from judge.tokenizer import build_tiny_judge_tokenizer
+    from judge.model.tokenizer import build_tiny_judge_tokenizer
+    from judge.model.vc_inspector import tiny_judge_config, tiny_video_processor
 
     tokenizer = build_tiny_judge_tokenizer()
     config = tiny_judge_config(tokenizer, **TINY)

@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from judge.corruption.data_types import CaptionSource
-from judge.corruption.generator import generate_corruptions, resolve_kinds
-from judge.corruption.rule_backend import RuleBackend
-from judge.prompt_format import format_judge_answer, parse_judge_answer
-from judge.readers import JudgeDataError, read_youcook2_captions
-from judge.targets import likert_score
+from judge.data.corruption.data_types import CaptionSource
+from judge.data.corruption.generator import generate_corruptions, resolve_kinds
+from judge.data.corruption.rule_backend import RuleBackend
+from judge.data.readers import JudgeDataError, read_youcook2_captions
+from judge.data.targets import likert_score
+from judge.model.prompt_format import format_judge_answer, parse_judge_answer
 
 CAPTIONS = ["a red circle moves up, then a blue square enters from the left.",
             "a green triangle bounces up and down, then a red square leaves to the right.",
@@ -64,7 +64,7 @@ def test_answer_without_explanation_is_the_score_line_alone():
 
 @pytest.mark.parametrize("explanations", [True, False])
 def test_dataset_targets_follow_the_explanations_switch(explanations):
-    from judge.dataset import JudgeDataset
+    from judge.data.dataset import JudgeDataset
 
     class Prompter:
         def encode(self, frames, caption, answer=None, sampled_fps=None, error_spans=None):
@@ -79,13 +79,14 @@ def test_dataset_targets_follow_the_explanations_switch(explanations):
 
 
 def test_datamodule_passes_the_corrupt_option_to_the_generator(tmp_path, monkeypatch):
-    import judge.datamodule as dm
+    import judge.data.datamodule as dm
 
     seen = {}
     monkeypatch.setattr(dm, "read_records", lambda path: [])
     monkeypatch.setattr(dm, "sources_from_records", lambda records: ["source"])
     monkeypatch.setattr(dm, "build_judge_split", lambda sources, out, backend, **run: seen.update(run))
-    module = dm.JudgeDataModule(train_file=str(tmp_path / "train.jsonl"), generate_from={"train": "records.json"},
+    module = dm.JudgeDataModule(train_annotations=str(tmp_path / "train.jsonl"),
+                                generate_from={"train": "records.json"},
                                 generator={"backend": "rule", "per_caption": 3, "corrupt": "objects"},
                                 explanations=False)
     module.prepare_data()

@@ -1,9 +1,9 @@
 """The corruption generator leaves out, by name, a caption too long to parse, and corrupts the rest."""
 import logging
 
-from judge.corruption.data_types import CaptionSource
-from judge.corruption.generator import generate_corruptions
-from judge.corruption.rule_backend import RuleBackend
+from judge.data.corruption.data_types import CaptionSource
+from judge.data.corruption.generator import generate_corruptions
+from judge.data.corruption.rule_backend import RuleBackend
 
 CAPTIONS = ["a red circle moves up, then a blue square enters from the left.",
             "a green triangle bounces up and down, then a red square leaves to the right.",

@@ -1,7 +1,7 @@
 """The judge's answer format (prompt D.6): the score line is read back or the answer is reported."""
 import pytest
 
-from judge.prompt_format import format_judge_answer, parse_judge_answer
+from judge.model.prompt_format import format_judge_answer, parse_judge_answer
 from tests.judge.judge_fixtures import EXPLANATION
 
 

@@ -11,7 +11,7 @@ from tests.judge.judge_fixtures import TINY
 def test_score_callback_reads_grove_outputs_and_denormalises_frames():
     from core.image_preprocessing import CLIP_MEAN, CLIP_STD
 
-    from judge.callback import VCInspectorScore
+    from judge.application.callback import VCInspectorScore
 
     cb = VCInspectorScore(judge={"tiny": TINY, "max_pixels": 56 * 56, "min_pixels": 28 * 28})
     pixels = np.random.default_rng(0).integers(0, 256, (2, 5, 32, 32, 3)).astype(np.uint8)
@@ -30,7 +30,7 @@ def test_score_callback_reads_grove_outputs_and_denormalises_frames():
 def test_score_callback_logs_mean_score_and_unparsable_share_during_validation():
     import lightning as L
 
-    from judge.callback import VCInspectorScore
+    from judge.application.callback import VCInspectorScore
 
     class Captioner(L.LightningModule):  # stands in for GROVE: returns its captions per batch
         def __init__(self):
@@ -74,10 +74,10 @@ def test_the_documented_command_line_adds_the_callback_to_a_grove_config(tmp_pat
     with pytest.raises(Parsed) as parsed:
         ParseOnly(subclass_mode_model=True, subclass_mode_data=True, parser_kwargs={"parser_mode": "omegaconf"},
                   args=["test", "--config", str(ROOT / "configs" / "demo.yaml"),
-                        "--trainer.callbacks+=judge.callback.VCInspectorScore",
+                        "--trainer.callbacks+=judge.application.callback.VCInspectorScore",
                         f"--trainer.callbacks.judge_checkpoint={tmp_path / 'last.ckpt'}",
                         "--trainer.callbacks.num_frames=8"])
     callbacks = parsed.value.args[0].trainer.callbacks
-    assert callbacks[-1].class_path == "judge.callback.VCInspectorScore"
+    assert callbacks[-1].class_path == "judge.application.callback.VCInspectorScore"
     assert callbacks[-1].init_args.judge_checkpoint == str(tmp_path / "last.ckpt")
     assert callbacks[-1].init_args.num_frames == 8

@@ -6,7 +6,7 @@ import pytest
 import scipy.stats
 import torch
 
-from judge.correlation import JudgeCorrelation, mean_human_score
+from judge.training.correlation import JudgeCorrelation, mean_human_score
 from metrics.functional.correlation import average_ranks, kendall_tau_b, spearman_rho
 
 pytestmark = pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")

@@ -12,15 +12,15 @@ import pytest
 import scipy.stats
 
 from datamodules.synthetic_scenes import COLOURS, DIRECTIONS, SHAPES, SIDES
-from judge.corruption.data_types import CaptionSource, MalformedLLMOutput
-from judge.corruption.english_inflection import indefinite_article, inflect_verb, pluralize
-from judge.corruption.generator import balance_by_score, generate_corruptions, write_jsonl
-from judge.corruption.lexicon import BASIC_COLOURS, load_action_lexicon, share_synset
-from judge.corruption.llm_backend import LLMBackend, parse_llm_caption, parse_llm_list, parse_llm_phrase
-from judge.corruption.rule_backend import RuleBackend
-from judge.dataset import shuffle_videos, uniform_frame_indices
-from judge.readers import JudgeDataError, read_activitynet_captions, read_judge_jsonl, read_vatex_eval
-from judge.targets import explain, factual_score, likert_score, substituted_spans
+from judge.data.corruption.data_types import CaptionSource, MalformedLLMOutput
+from judge.data.corruption.english_inflection import indefinite_article, inflect_verb, pluralize
+from judge.data.corruption.generator import balance_by_score, generate_corruptions, write_jsonl
+from judge.data.corruption.lexicon import BASIC_COLOURS, load_action_lexicon, share_synset
+from judge.data.corruption.llm_backend import LLMBackend, parse_llm_caption, parse_llm_list, parse_llm_phrase
+from judge.data.corruption.rule_backend import RuleBackend
+from judge.data.dataset import shuffle_videos, uniform_frame_indices
+from judge.data.readers import JudgeDataError, read_activitynet_captions, read_judge_jsonl, read_vatex_eval
+from judge.data.targets import explain, factual_score, likert_score, substituted_spans
 
 SYNTHETIC_COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "white")
 SYNTHETIC_SHAPES = ("circle", "square", "triangle", "diamond", "cross")
@@ -359,7 +359,7 @@ def test_llm_backend_runs_on_a_tiny_random_llama_and_reports_malformed_output():
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from judge.model import build_tiny_judge_tokenizer
+    from judge.model.vc_inspector import build_tiny_judge_tokenizer
 
     tokenizer = build_tiny_judge_tokenizer(vocab_size=512)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
@@ -544,3 +544,29 @@ def test_substituted_spans_locate_every_closed_domain_substitution(closed_rows):
         assert spans is not None and len(spans) == len(row["substitutions"]), row
         assert sorted(row["caption"][a:b] for a, b in spans) == sorted(s["new"] for s in row["substitutions"])
         assert all(b <= a2 for (_, b), (a2, _) in zip(spans, spans[1:]))  # ordered, disjoint
+
+
+def test_split_files_are_named_as_grove_names_them_and_the_old_keys_still_work(tmp_path):
+    from judge.data.datamodule import JudgeDataModule
+
+    module = JudgeDataModule(train_annotations="t.jsonl", val_annotations="v.jsonl")
+    assert (module.split_file("train"), module.split_file("val"), module.split_file("test")) == \
+        ("t.jsonl", "v.jsonl", None)
+    with pytest.warns(FutureWarning, match=r"data.init_args.train_file is deprecated: name the file "
+                                           r"data.init_args.train_annotations"):
+        old = JudgeDataModule(train_file="t.jsonl", test_file="x.jsonl")
+    assert (old.split_file("train"), old.split_file("test")) == ("t.jsonl", "x.jsonl")
+    assert old.hparams["train_annotations"] == "t.jsonl" and "train_file" not in old.hparams
+    with pytest.warns(FutureWarning, match=r"here it replaces train_annotations='b.jsonl'"):
+        both = JudgeDataModule(train_file="a.jsonl", train_annotations="b.jsonl")  # an old override on a config
+    assert both.split_file("train") == "a.jsonl"
+
+
+def test_split_files_generated_on_first_use_are_not_missing_paths():
+    from core.config_loader import missing_paths
+
+    data = {"class_path": "judge.data.datamodule.JudgeDataModule",
+            "init_args": {"train_annotations": "no/such/train.jsonl", "test_annotations": "no/such/test.jsonl",
+                          "generate_from": {"train": "records.json"}}}
+    assert missing_paths({"data": data}) == ["data.test_annotations: 'no/such/test.jsonl' (README section "
+                                             "'Datasets')"]

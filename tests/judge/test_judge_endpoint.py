@@ -5,8 +5,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from judge.endpoint import EndpointJudge
-from judge.prompt_format import JUDGE_INSTRUCTION, SYSTEM_PROMPT
+from judge.model.endpoint import EndpointJudge
+from judge.model.prompt_format import JUDGE_INSTRUCTION, SYSTEM_PROMPT
 from tests.judge.judge_fixtures import random_frames
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from judge.model import VCInspectorJudge
+from judge.model.vc_inspector import VCInspectorJudge
 from tests.judge.judge_fixtures import TINY, random_frames
 
 CAPTIONS = ["a red circle moves up.", "a blue square is still."]
@@ -20,7 +20,7 @@ CAPTIONS = ["a red circle moves up.", "a blue square is still."]
 @pytest.fixture(scope="module")
 def trained(tiny_synthetic_root, tmp_path_factory):
     """A judge config whose vision tower comes from a file, a checkpoint of it, and the file."""
-    from judge.module import JudgeModule
+    from judge.training.module import JudgeModule
 
     tmp = tmp_path_factory.mktemp("judge_export")
     donor = VCInspectorJudge(tiny=TINY, seed=5)
@@ -28,11 +28,11 @@ def trained(tiny_synthetic_root, tmp_path_factory):
     towers.mkdir()
     vision = towers / "qwen_vision.bin"
     torch.save({f"model.visual.{k}": v for k, v in donor.vision_tower().state_dict().items()}, vision)
-    config = {"model": {"class_path": "judge.module.JudgeModule",
+    config = {"model": {"class_path": "judge.training.module.JudgeModule",
                         "init_args": {"tiny": TINY, "max_pixels": 3136, "min_pixels": 784, "max_new_tokens": 6,
                                       "vision_checkpoint": str(vision), "error_detection_weight": 1.0,
                                       "lora": {"r": 4, "alpha": 8, "dropout": 0.0}}},
-              "data": {"class_path": "judge.datamodule.JudgeDataModule",
+              "data": {"class_path": "judge.data.datamodule.JudgeDataModule",
                        "init_args": {"video_root": str(tiny_synthetic_root / "videos"), "num_frames": 4}}}
     (tmp / "judge.yaml").write_text(json.dumps(config))
     module = JudgeModule(**config["model"]["init_args"])
@@ -41,7 +41,7 @@ def trained(tiny_synthetic_root, tmp_path_factory):
             p.add_(0.01 * torch.randn_like(p))
     ckpt = tmp / "judge.ckpt"
     torch.save({"state_dict": module.state_dict(), "epoch": 0,
-                "hyper_parameters": {**dict(module.hparams), "_class_path": "judge.module.JudgeModule"}}, ckpt)
+                "hyper_parameters": {**dict(module.hparams), "_class_path": "judge.training.module.JudgeModule"}}, ckpt)
     return {"tmp": tmp, "config": str(tmp / "judge.yaml"), "ckpt": ckpt, "towers": towers,
             "root": tiny_synthetic_root, "state": module.judge.state_dict()}
 
@@ -76,7 +76,7 @@ def exported(trained):
 
 
 def test_scoring_from_a_checkpoint_needs_no_vision_tower_file(trained):
-    from judge.loading import load_judge
+    from judge.application.loading import load_judge
 
     present = load_judge(trained["config"], ckpt_path=str(trained["ckpt"]))
     direct_present = load_judge(str(trained["ckpt"]))
@@ -89,14 +89,14 @@ def test_scoring_from_a_checkpoint_needs_no_vision_tower_file(trained):
 
 
 def test_without_a_checkpoint_the_vision_tower_file_is_still_required(trained):
-    from judge.loading import load_judge
+    from judge.application.loading import load_judge
 
     with moved_away(trained["towers"]), pytest.raises(FileNotFoundError, match="vision_checkpoint"):
         load_judge(trained["config"])
 
 
 def test_export_then_from_pretrained_gives_the_same_judge_to_the_last_bit(trained, exported):
-    from judge.loading import load_judge
+    from judge.application.loading import load_judge
 
     names = {p.name for p in exported.iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer.json", "video_preprocessor_config.json",
@@ -111,7 +111,7 @@ def test_export_then_from_pretrained_gives_the_same_judge_to_the_last_bit(traine
 @pytest.mark.slow
 def test_python_m_judge_and_the_agreement_scorer_take_the_folder(trained, exported, tmp_path):
     from agreement.scorers.judge import load_judge_scorer
-    from judge.commands import main
+    from judge.application.commands import main
 
     records = json.loads((trained["root"] / "annotations" / "test.json").read_text())["records"]
     pairs = tmp_path / "pairs.jsonl"
@@ -119,11 +119,11 @@ def test_python_m_judge_and_the_agreement_scorer_take_the_folder(trained, export
                              for i, r in enumerate(records)))
     outputs = {}
     with moved_away(trained["towers"]):
-        for name, judge_args in (("ckpt", ["--config", trained["config"], "--ckpt_path", str(trained["ckpt"])]),
-                                 ("folder_as_ckpt", ["--config", trained["config"], "--ckpt_path", str(exported)]),
-                                 ("folder", ["--judge", str(exported), "--num_frames", "4"])):
+        for name, judge_args in (("ckpt", ["--config", trained["config"], "--ckpt-path", str(trained["ckpt"])]),
+                                 ("folder_as_ckpt", ["--config", trained["config"], "--ckpt-path", str(exported)]),
+                                 ("folder", ["--judge", str(exported), "--num-frames", "4"])):
             main(["score", *judge_args, "--pairs", str(pairs), "--out", str(tmp_path / f"{name}.jsonl"),
-                  "--video_root", str(trained["root"] / "videos"), "--no_progress"])
+                  "--video-root", str(trained["root"] / "videos"), "--no-progress"])
             # "scored_with" names the judge's source (checkpoint or folder): it differs by design
             outputs[name] = [{k: v for k, v in json.loads(line).items() if k not in ("seconds", "scored_with")}
                              for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
@@ -145,8 +145,8 @@ def test_a_damaged_judge_folder_is_refused_by_name(trained, exported, tmp_path):
 
 
 def test_a_judge_on_a_qwen_folder_reads_only_its_config_and_tokenizer_with_a_checkpoint(tmp_path):
-    from judge.loading import load_judge
-    from judge.module import JudgeModule
+    from judge.application.loading import load_judge
+    from judge.training.module import JudgeModule
     from tests.judge.judge_fixtures import save_tiny_qwen_folder
 
     save_tiny_qwen_folder(tmp_path / "qwen")
@@ -156,7 +156,7 @@ def test_a_judge_on_a_qwen_folder_reads_only_its_config_and_tokenizer_with_a_che
             p.add_(0.01)
     ckpt = tmp_path / "judge.ckpt"
     torch.save({"state_dict": module.state_dict(), "epoch": 0,
-                "hyper_parameters": {**dict(module.hparams), "_class_path": "judge.module.JudgeModule"}}, ckpt)
+                "hyper_parameters": {**dict(module.hparams), "_class_path": "judge.training.module.JudgeModule"}}, ckpt)
     for weights in (tmp_path / "qwen").glob("*.safetensors"):
         weights.unlink()  # a machine with the base folder's small files only
     loaded = load_judge(str(ckpt))

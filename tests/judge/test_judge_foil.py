@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from judge.hallucination import pairwise_accuracy
-from judge.pairs import foil_pairs_from_corruptions, foil_rows, read_activitynet_foil
-from judge.readers import JudgeDataError
-from judge.scoring import score_foil_pairs
+from judge.application.hallucination import pairwise_accuracy
+from judge.application.scoring import score_foil_pairs
+from judge.data.pairs import foil_pairs_from_corruptions, foil_rows, read_activitynet_foil
+from judge.data.readers import JudgeDataError
 from tests.judge.judge_fixtures import ScriptedJudge
 
 

@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from judge.model import VCInspectorJudge
-from judge.prompt_format import IGNORE_INDEX, format_judge_answer
+from judge.model.prompt_format import IGNORE_INDEX, format_judge_answer
+from judge.model.vc_inspector import VCInspectorJudge
 from tests.judge.judge_fixtures import EXPLANATION, TINY
 from tests.judge.judge_fixtures import random_frames as _frames
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from judge.prompt_format import format_judge_answer
+from judge.model.prompt_format import format_judge_answer
 from tests.judge.judge_fixtures import TINY
 from tests.judge.judge_fixtures import random_frames as _frames
 
@@ -34,13 +34,13 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
                     "callbacks": [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
                                    "init_args": {"dirpath": str(tmp_path / "ckpt"), "save_last": True,
                                                  "save_top_k": 0}}]},
-        "model": {"class_path": "judge.module.JudgeModule",
+        "model": {"class_path": "judge.training.module.JudgeModule",
                   "init_args": {"tiny": TINY, "lora": {"r": 4, "alpha": 8, "dropout": 0.05},
                                 "max_pixels": 3136, "min_pixels": 784, "max_new_tokens": 4,
                                 "error_detection_weight": 0.5, "video_feature_cache": 16,
                                 "adapter_dir": str(tmp_path / "adapter"),
                                 "answers_file": str(tmp_path / "answers.jsonl")}},
-        "data": {"class_path": "judge.datamodule.JudgeDataModule",
+        "data": {"class_path": "judge.data.datamodule.JudgeDataModule",
                  "init_args": {"synthetic": {"num_train": 6, "num_val": 2, "num_test": 3, "workers": 1},
                                "synthetic_root": str(tmp_path / "synthetic"),
                                **{f"{s}_file": str(tmp_path / f"{s}.jsonl") for s in ("train", "val", "test")},
@@ -69,7 +69,7 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
 
 
 def test_error_head_warns_once_and_counts_batches_without_labels():
-    from judge.module import JudgeModule
+    from judge.training.module import JudgeModule
 
     module = JudgeModule(tiny=TINY, lora={"r": 4, "alpha": 8, "dropout": 0.0}, max_pixels=56 * 56,
                          min_pixels=28 * 28, error_detection_weight=1.0)

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from judge.model import VCInspectorJudge
-from judge.refinement import REFINE_PROMPT, VisionLanguageCaptioner, refine_captions
+from judge.application.refinement import REFINE_PROMPT, VisionLanguageCaptioner, refine_captions
+from judge.model.vc_inspector import VCInspectorJudge
 from tests.judge.judge_fixtures import TINY, ScriptedJudge, random_frames, save_tiny_qwen_folder
 
 
@@ -61,7 +61,7 @@ def test_refinement_stops_when_the_score_stops_improving(tmp_path):
 
 @pytest.mark.slow
 def test_refine_command_with_a_released_judge_folder_and_a_captioner_folder(tiny_synthetic_root, tmp_path):
-    from judge.commands import main
+    from judge.application.commands import main
 
     save_tiny_qwen_folder(tmp_path / "model", seed=3)
     records = json.loads((tiny_synthetic_root / "annotations" / "test.json").read_text())["records"]
@@ -70,8 +70,8 @@ def test_refine_command_with_a_released_judge_folder_and_a_captioner_folder(tiny
     (tmp_path / "pred.json").write_text(json.dumps(predictions))
     summary = main(["refine", "--judge", str(tmp_path / "model"), "--videos", str(tiny_synthetic_root / "videos"),
                     "--captions", str(tmp_path / "pred.json"), "--captioner", str(tmp_path / "model"),
-                    "--captioner_max_pixels", "3136", "--captioner_max_new_tokens", "4", "--max_new_tokens", "4",
-                    "--num_frames", "4", "--rounds", "2", "--all_rounds", "--out", str(tmp_path / "out.jsonl")])
+                    "--captioner-max-pixels", "3136", "--captioner-max-new-tokens", "4", "--max-new-tokens", "4",
+                    "--num-frames", "4", "--rounds", "2", "--all-rounds", "--out", str(tmp_path / "out.jsonl")])
     rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert summary["clips"] == len(records) + 1 and summary["video_errors"] == 1 and summary["rounds_run"] == 2
     assert sorted((r["key"], r["round"]) for r in rows if r["error"] is None or not r["error"].startswith("video")) == \

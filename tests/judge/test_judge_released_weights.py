@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from judge.loading import load_judge
-from judge.model import VCInspectorJudge
-from judge.scoring import score_pairs
+from judge.application.loading import load_judge
+from judge.application.scoring import score_pairs
+from judge.model.vc_inspector import VCInspectorJudge
 from tests.judge.judge_fixtures import TINY, random_frames, save_tiny_qwen_folder
 
 SIZE = {"max_pixels": 56 * 56, "min_pixels": 28 * 28}
@@ -91,7 +91,7 @@ def test_lora_adapter_over_a_local_base_loads_by_its_recorded_base_path(base_fol
 
 
 def test_lightning_checkpoint_loads_weights_only_from_its_hyper_parameters(tmp_path):
-    from judge.module import JudgeModule
+    from judge.training.module import JudgeModule
 
     module = JudgeModule(tiny=TINY, lora={"r": 4, "alpha": 8, "dropout": 0.0}, max_pixels=56 * 56,
                          min_pixels=28 * 28, seed=2)
@@ -107,7 +107,7 @@ def test_lightning_checkpoint_loads_weights_only_from_its_hyper_parameters(tmp_p
     state = loaded.judge.state_dict()
     assert all(torch.equal(state[k], v) for k, v in module.judge.state_dict().items())
 
-    from judge.callback import VCInspectorScore  # the GROVE-side callback reads it with the same loader
+    from judge.application.callback import VCInspectorScore  # the GROVE-side callback reads it with the same loader
 
     state = VCInspectorScore(judge_checkpoint=str(tmp_path / "j.ckpt")).load_judge(torch.device("cpu")).state_dict()
     assert all(torch.equal(state[k], v) for k, v in module.judge.state_dict().items())

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from formats.records import read_records
-from judge.scoring import judge_report
+from judge.application.scoring import judge_report
 from tests.judge.judge_fixtures import ScriptedJudge
 
 
@@ -28,8 +28,8 @@ def test_report_averages_the_parsed_scores_of_the_predicted_captions(tiny_synthe
 
 
 def test_predictions_command_scores_a_predictions_file(tiny_synthetic_root, tmp_path, monkeypatch, capsys):
-    import judge.commands as commands
-    from judge.loading import LoadedJudge
+    import judge.application.commands as commands
+    from judge.application.loading import LoadedJudge
 
     gt = tiny_synthetic_root / "annotations" / "test.json"
     records = read_records(gt)
@@ -46,11 +46,11 @@ def test_predictions_command_scores_a_predictions_file(tiny_synthetic_root, tmp_
 
     monkeypatch.setattr(commands, "load_judge", fake_load)
     out = tmp_path / "report.json"
-    base = ["predictions", "--config", "configs/judge_demo.yaml", "--ckpt_path", "judge.ckpt", "--gt", str(gt),
-            "--pred", str(pred_path), "--out", str(out), "--no_progress"]
-    with pytest.raises(SystemExit, match="--video_root"):
+    base = ["predictions", "--config", "configs/judge_demo.yaml", "--ckpt-path", "judge.ckpt", "--gt", str(gt),
+            "--pred", str(pred_path), "--out", str(out), "--no-progress"]
+    with pytest.raises(SystemExit, match="--video-root"):
         commands.main(base)
-    report = commands.main([*base, "--video_root", str(tiny_synthetic_root / "videos")])
+    report = commands.main([*base, "--video-root", str(tiny_synthetic_root / "videos")])
     assert seen == {"spec": ["configs/judge_demo.yaml"], "ckpt": "judge.ckpt"}
     n = len(records)
     assert report["vc_inspector"] == pytest.approx((5 + 1 * (n - 1)) / n)

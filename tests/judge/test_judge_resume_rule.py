@@ -3,8 +3,8 @@ caption, judge, video folder, settings) is the same and the row succeeded."""
 import json
 import shutil
 
-from judge.prompt_format import JudgeAnswer
-from judge.scoring import read_scored, score_pairs
+from judge.application.scoring import read_scored, score_pairs
+from judge.model.prompt_format import JudgeAnswer
 from tests.judge.judge_fixtures import ScriptedJudge
 
 

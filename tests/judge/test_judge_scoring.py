@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from judge.model import VCInspectorJudge
-from judge.pairs import read_pairs
-from judge.readers import JudgeDataError
-from judge.scoring import read_scored, score_pairs
+from judge.application.scoring import read_scored, score_pairs
+from judge.data.pairs import read_pairs
+from judge.data.readers import JudgeDataError
+from judge.model.vc_inspector import VCInspectorJudge
 from tests.judge.judge_fixtures import TINY, ScriptedJudge
 
 
@@ -92,18 +92,18 @@ def test_the_tiny_judge_scores_synthetic_clips_in_process(tiny_synthetic_root):
 
 
 def test_score_command_takes_a_config_with_overrides(tiny_synthetic_root, tmp_path, capsys):
-    from judge.commands import main
+    from judge.application.commands import main
 
-    config = {"model": {"class_path": "judge.module.JudgeModule",
+    config = {"model": {"class_path": "judge.training.module.JudgeModule",
                         "init_args": {"tiny": TINY, "max_pixels": 3136, "min_pixels": 784, "max_new_tokens": 40}},
-              "data": {"class_path": "judge.datamodule.JudgeDataModule",
+              "data": {"class_path": "judge.data.datamodule.JudgeDataModule",
                        "init_args": {"video_root": str(tiny_synthetic_root / "videos"), "num_frames": 6}}}
     (tmp_path / "judge.yaml").write_text(json.dumps(config))
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("video,caption\n" + "".join(f"{r['video']},{r['caption'].replace(',', '')}\n"
                                                  for r in _rows(tiny_synthetic_root)))
     summary = main(["score", "--config", str(tmp_path / "judge.yaml"), "--model.init_args.max_new_tokens=3",
-                    "--pairs", str(pairs), "--out", str(tmp_path / "out.jsonl"), "--no_progress"])
+                    "--pairs", str(pairs), "--out", str(tmp_path / "out.jsonl"), "--no-progress"])
     assert summary["pairs"] == 3 and summary["video_errors"] == 1
     assert '"video_errors": 1' in capsys.readouterr().out
     with pytest.raises(SystemExit):
@@ -145,7 +145,7 @@ def test_a_kill_at_start_never_truncates_the_output(tiny_synthetic_root, tmp_pat
 
 
 def test_resume_goes_by_pair_content_and_retries_failures(tiny_synthetic_root, tmp_path):
-    from judge.prompt_format import JudgeAnswer
+    from judge.model.prompt_format import JudgeAnswer
 
     rows = _rows(tiny_synthetic_root)[:2]
     out = tmp_path / "out.jsonl"
@@ -181,8 +181,8 @@ def test_resume_goes_by_pair_content_and_retries_failures(tiny_synthetic_root, t
 
 
 def test_an_over_long_caption_fails_that_pair_only(tiny_synthetic_root, tmp_path):
-    from judge.scoring import caption_tokens
-    from judge.tokenizer import build_tiny_judge_tokenizer
+    from judge.application.scoring import caption_tokens
+    from judge.model.tokenizer import build_tiny_judge_tokenizer
 
     rows = _rows(tiny_synthetic_root)[:2]
     huge = {"key": "huge", "video": rows[0]["video"], "caption": "a red circle " * 80_000}  # ~10^6 characters

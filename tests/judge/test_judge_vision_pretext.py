@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from judge.vision_pretext import merged_token_targets
+from judge.training.vision_pretext import merged_token_targets
 from models.patch_pretext import MOTION_WORDS
 
 

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from judge.model import VCInspectorJudge, format_judge_answer
-from judge.video_feature_cache import FrozenVideoFeatureCache, pixel_digest
+from judge.model.vc_inspector import VCInspectorJudge, format_judge_answer
+from judge.model.video_feature_cache import FrozenVideoFeatureCache, pixel_digest
 
 TINY = {"hidden_size": 32, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64,
         "vision_hidden_size": 32, "vision_depth": 1, "vision_heads": 2}

@@ -96,3 +96,14 @@ def test_phrase_appearance_is_one_unit_vector_per_phrase():
     pred = prediction("x", {"a": [0, 0, 50, 50], "b": [50, 50, 100, 100]}, [0, 6])
     vectors = phrase_appearance(features, np.array([0, 6]), pred, 100, 100)
     np.testing.assert_allclose(vectors, [[1, 0, 0], [0, 1, 0]], atol=1e-6)
+
+
+def test_text_vectors_embed_each_phrase_of_the_predictions_once_as_a_unit_vector():
+    from longvideo.timeline import text_vectors
+
+    predictions = {"c0": {"phrases": ["a cat", "a dog"]}, "c1": {"phrases": ["a cat"]}, "c2": {}}
+    vectors = text_vectors(predictions, "exact")
+    assert sorted(vectors) == ["a cat", "a dog"]
+    assert all(abs(float(np.linalg.norm(v)) - 1.0) < 1e-6 for v in vectors.values())
+    assert abs(float(vectors["a cat"] @ vectors["a dog"])) < 1e-6  # exact match: distinct phrases are orthogonal
+    assert text_vectors({"c0": {"phrases": []}}, "exact") == {}

@@ -8,7 +8,7 @@ Each clip is shaped like ``cli.py predict`` output (bench_prediction_memory.py's
 its phrases, ``--boxes`` scored boxes on each of ``--frames`` annotated frames at 5 fps) and its
 ground truth holds as many boxes on the same grid. Grounding metrics only (exact phrase match, no
 caption metrics: those need Java and measure something else). Every figure comes from a fresh
-process (peak RSS from ``getrusage`` minus the RSS after imports). ``--code`` runs the evaluator
+process (the kernel's peak RSS, VmHWM reset after imports, minus the RSS then). ``--code`` runs the evaluator
 of another checkout (e.g. ``git archive`` of an earlier commit) on the same files.
 """
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -56,16 +55,32 @@ def _rss_now() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _peak_rss() -> int:
+    """Peak resident bytes since the last reset (VmHWM)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def _measure(gt: str, pred: str, stage: str) -> None:
     """Child process: the peak RSS growth (bytes) of one stage, and the metrics it computed."""
     import core  # noqa: F401
 
-    if Path("formats/records.py").is_file():
+    if Path("metrics/evaluator").is_dir():
         from formats.records import read_ground_truth
         from metrics.evaluator.evaluation import evaluate_files
+    elif Path("formats/records.py").is_file():  # a checkout from before metrics/evaluator/
+        from formats.records import read_ground_truth
+        from metrics.evaluation import evaluate_files
     else:  # a checkout from before the formats/ package
         from metrics.evaluate import evaluate_files, read_ground_truth
 
+    # The kernel's high-water mark carries over from the parent through fork and exec (the parent that
+    # wrote the files may be large), so it is reset here and read from /proc/self/status.
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
     before = _rss_now()
     if stage == "gt":
         records, _ = read_ground_truth(gt)
@@ -73,7 +88,7 @@ def _measure(gt: str, pred: str, stage: str) -> None:
     else:
         report = evaluate_files(gt, pred, text_encoder="exact", caption_metrics=(), capture=False)
         out = {"clips": report["num_clips"], "metrics": report["metrics"]}
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = _peak_rss()
     print(json.dumps({**out, "peak_growth_bytes": peak - before}))
 
 

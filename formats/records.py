@@ -200,11 +200,11 @@ class GroundedRecord:
             raise RecordError(
                 f"{where}: field 'bboxes' covers {len(bboxes_raw)} frames but the 5-fps grid of frames "
                 f"{start}..{end} at {fps} fps has {grid_len}")
-        phrase_set = set(phrases)
+        phrase_set = {p: p for p in phrases}  # labels share the phrases' string objects (memory of large GT files)
         limits = np.array([width, height, width, height], dtype=np.float64)
         bboxes, labels = [], []
         for i, (frame_boxes, frame_labels) in enumerate(zip(bboxes_raw, labels_raw)):
-            frame_labels = [str(l) for l in _as_list(frame_labels, where, f"labels[{i}]")]
+            frame_labels = [phrase_set.get(l, l) for l in map(str, _as_list(frame_labels, where, f"labels[{i}]"))]
             try:
                 arr = np.asarray(frame_boxes if len(frame_boxes) else np.zeros((0, 4)), dtype=np.float64).reshape(-1, 4)
             except (ValueError, TypeError) as err:
@@ -247,13 +247,26 @@ def _as_list(value, where: str, name: str) -> list:
 # ---------------------------------------------------------------- readers and writers
 
 def _records_from_container(data, source: str) -> list[GroundedRecord]:
+    """Records of a freshly loaded container, which is consumed: each raw record is released once
+    built, so the raw and the built forms of a large file are never both held whole."""
     if isinstance(data, Mapping) and "records" in data and isinstance(data["records"], (list, tuple)):
         data = data["records"]
     if isinstance(data, Mapping):
         if all(f in data for f in REQUIRED_FIELDS):  # a single record
             return [GroundedRecord.from_dict(data, source)]
+        if isinstance(data, dict):
+            out = []
+            for k in list(data):
+                out.append(GroundedRecord.from_dict(data.pop(k), source, key=str(k)))
+            return out
         return [GroundedRecord.from_dict(v, source, key=str(k)) for k, v in data.items()]
-    if isinstance(data, (list, tuple)):
+    if isinstance(data, list):
+        out = []
+        for i in range(len(data)):
+            raw, data[i] = data[i], None
+            out.append(GroundedRecord.from_dict(raw, source, key=f"#{i}"))
+        return out
+    if isinstance(data, tuple):
         return [GroundedRecord.from_dict(v, source, key=f"#{i}") for i, v in enumerate(data)]
     raise RecordError(f"{source}: expected a dict of records, a list of records or {{'records': [...]}}, "
                       f"got {type(data).__name__}")
@@ -273,9 +286,9 @@ def read_records(path: str | Path) -> list[GroundedRecord]:
             raise RecordError(f"{path}: folder holds no .pkl/.pickle/.json annotation files")
         records = []
         for f in files:
-            records.extend(_records_from_container(_load_file(f), str(f)))
+            records.extend(_file_records(f))
         return records
-    return _records_from_container(_load_file(path), str(path))
+    return _file_records(path)
 
 
 def read_jsonl_records(path: str | Path, keys: str | Path | None = None,
@@ -315,14 +328,48 @@ def records_by_key(records: Iterable[GroundedRecord], source: str | Path,
     return out
 
 
-def _load_file(path: Path):
-    if path.suffix == ".json":
+_RECORDS_HEAD = re.compile(r'\s*\{\s*"records"\s*:\s*\[\s*')
+_RECORDS_TAIL = re.compile(r'\s*\]\s*\}\s*\Z')
+_SEPARATOR = re.compile(r'\s*,\s*')
+
+
+def _stream_records_json(text: str, path: Path) -> list[GroundedRecord] | None:
+    """Records of the project's own layout (``{"records": [...]}`` and nothing else), parsed one
+    record at a time from the text, so the whole raw structure never exists next to the records;
+    None for any other layout (read whole instead)."""
+    head = _RECORDS_HEAD.match(text)
+    if head is None or _RECORDS_TAIL.search(text) is None:
+        return None
+    decoder, pos, end = json.JSONDecoder(), head.end(), _RECORDS_TAIL.search(text).start()
+    records: list[GroundedRecord] = []
+    while pos < end:
         try:
-            with path.open() as f:
-                return json.load(f)
+            raw, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as err:
             raise RecordError(f"{path}: not valid JSON ({err})") from None
-    return safe_load(path)
+        records.append(GroundedRecord.from_dict(raw, str(path), key=f"#{len(records)}"))
+        if pos == end:
+            break
+        sep = _SEPARATOR.match(text, pos)
+        if sep is None or sep.end() >= end:
+            return None  # not a plain list of objects: the whole-file reader names what is wrong
+        pos = sep.end()
+    return records
+
+
+def _file_records(path: Path) -> list[GroundedRecord]:
+    if path.suffix == ".json":
+        text = path.read_text()
+        records = _stream_records_json(text, path)
+        if records is not None:
+            return records
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise RecordError(f"{path}: not valid JSON ({err})") from None
+        del text
+        return _records_from_container(data, str(path))
+    return _records_from_container(safe_load(path), str(path))
 
 
 def write_records_json(records: Iterable[GroundedRecord], path: str | Path) -> Path:

@@ -25,10 +25,14 @@ def read_fg_eval(path: str | Path, name: str = "FG-Eval") -> Benchmark:
     """Corruption rows (``key``, ``video``, ``caption``, ``score``, ``original_caption``, clip range)."""
     path = Path(path)
     rows = read_judge_jsonl(path)
-    items, ratings = [], []
+    items, ratings, first_row = [], [], {}
     for n, row in enumerate(rows):
         if row.get("score") is None:
             raise BenchmarkFormatError(f"{path}, row {n + 1} ('{row['key']}'): no 'score' (not a corruption row)")
+        if row["key"] in first_row:  # one caption scored twice would weigh twice in the correlations
+            raise BenchmarkFormatError(f"{path}, row {n + 1}: key '{row['key']}' is also row {first_row[row['key']]}; "
+                                       "keys must be unique (remove or rename one of the two rows)")
+        first_row[row["key"]] = n + 1
         visual = Visual(video=row["video"], start_s=row.get("start_s"), end_s=row.get("end_s"),
                         start_frame=row.get("start_frame"), end_frame=row.get("end_frame"))
         refs = [row["original_caption"]] if isinstance(row.get("original_caption"), str) else []

@@ -126,6 +126,15 @@ def test_fg_eval_and_synthetic_foil_from_generator_rows(tmp_path):
     assert [i.caption for i in foil.items] == ["a red circle moves up.", "a red square moves up."]
 
 
+def test_fg_eval_refuses_a_key_twice(tmp_path):
+    rows = _corruption_rows()
+    rows.insert(3, {**rows[1], "caption": "a red square moves left.", "score": 2})
+    path = tmp_path / "corruptions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(BenchmarkFormatError, match=r"row 4: key 'clip#1' is also row 2"):
+        read_fg_eval(path)
+
+
 def _detailcaps_rows():
     return [{"image": "coco/1.jpg", "source": "COCO", "GT_Caption_GPT4O": "A kitchen  with a red kettle.",
              "GT_Caption_GPT4V": "A red kettle on a stove.", "GT_Caption_Gemini15Pro": "",

@@ -29,8 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def write_files(folder: Path, clips: int, frames: int, boxes: int, seed: int = 0) -> tuple[Path, Path]:
     """A ground-truth records JSON and a predictions JSON of ``clips`` clips (the predictions are
     the boxes moved by a few pixels, so the metrics are not trivial)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_prediction_memory import write_predictions
+    from bench_prediction_memory import write_predictions  # a sibling: bench/ is the script's folder
 
     pred = write_predictions(folder / "pred.json", clips, frames, boxes, seed)
     data = json.loads(pred.read_text())

@@ -293,6 +293,3 @@ def main(argv: list[str] | None = None) -> GenerationStats:
                              balance=not args.no_balance, per_score=args.per_score,
                              balance_by_size=args.balance_by_size, corrupt=args.corrupt)
 
-
-if __name__ == "__main__":
-    main()

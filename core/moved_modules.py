@@ -24,7 +24,28 @@ __all__ = ["MOVED", "install", "new_name"]
 
 # old dotted module name -> new dotted module name. Add a line when a module moves; remove it a
 # release later. Keep it sorted by old name.
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    "core.image_preprocessing": "models.grove.image_processing",
+    "datamodules.sampling": "models.grove.frame_sampling",
+    "lightning_modules.grove_export": "models.grove.export",
+    "models.adapters": "models.grove.adapters",
+    "models.box_decoder": "models.grove.box_decoder",
+    "models.configs": "models.grove.configuration",
+    "models.cotracker3_checkpoint": "models.cotracker3.convert_official",
+    "models.global_video_encoder": "models.grove.global_video_encoder",
+    "models.grounding_video_encoder": "models.grove.grounding_video_encoder",
+    "models.grove_checkpoint": "models.grove.convert_official",
+    "models.heads": "models.grove.heads",
+    "models.inference": "models.grove.windows",
+    "models.language_model": "models.grove.language_model",
+    "models.loss": "models.grove.loss",
+    "models.official_tokenization": "models.grove.official_tokenization",
+    "models.pretrained_grove": "models.grove.pretrained",
+    "models.prompting": "models.grove.prompting",
+    "tools.grove_processor": "models.grove.processing",
+    "tools.memory_estimator": "lightning_modules.memory_estimator",
+    "tools.tower_pretraining": "lightning_modules.tower_pretraining",
+}
 
 
 def new_name(old: str) -> str | None:

@@ -1,8 +1,8 @@
-"""Pre-train the tiny demo's two vision towers (entry point of tools/tower_pretraining.py).
+"""Pre-train the tiny demo's two vision towers (entry point of lightning_modules/tower_pretraining.py).
 
     python scripts/pretrain_towers.py --config configs/demo.yaml --steps 250 --out data/demo_towers
 """
-from tools.tower_pretraining import main
+from lightning_modules.tower_pretraining import main
 
 if __name__ == "__main__":
     main()

@@ -29,7 +29,7 @@ from callbacks.annotated_video_writer import AnnotatedVideoWriter
 from callbacks.prediction_writer import PredictionWriter
 from longvideo.timeline import read_timeline
 from longvideo.timeline_writer import LongVideoTimeline
-from models.inference import WINDOW_MODES
+from models.grove.windows import WINDOW_MODES
 from webdemo.long_video import LONG_VIDEO_OVERLAY, LongVideoProgress, LongVideoResult, LongVideoSetup
 from webdemo.results import DemoResult, assemble_clips
 

@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("agreement", "annotation", "callbacks", "command_line", "core", "datamodules", "experiments", "formats",
-            "glamm", "judge", "lightning_modules", "metrics", "models", "scripts", "tools", "webdemo")
+            "glamm", "judge", "lightning_modules", "metrics", "models", "scripts", "webdemo")
 
 
 def test_glamm_baseline_refuses_its_ground_truth_as_output_before_loading_anything(tmp_path, capsys):

@@ -11,8 +11,8 @@ import numpy as np
 from PIL import Image
 
 from agreement.benchmarks.items import Visual
-from datamodules.sampling import centre_frames
 from formats.video import open_video
+from models.grove.frame_sampling import centre_frames
 
 
 class FrameLoader:

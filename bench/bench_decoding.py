@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from datamodules.sampling import centre_frames
 from datamodules.synthetic_scenes import SyntheticConfig, clip_rng, generate_clip
 from formats.frame_grids import annotation_grid
 from formats.video import PyAVVideoSource, write_video
+from models.grove.frame_sampling import centre_frames
 
 FPS, NUM_FRAMES = 25, 200
 

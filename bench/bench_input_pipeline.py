@@ -18,8 +18,6 @@ is what that GPU gets.
 """
 from __future__ import annotations
 
-from core.image_preprocessing import preprocess_global, preprocess_grounding
-
 import argparse
 import os
 import subprocess
@@ -33,10 +31,11 @@ from bench_decoding import FPS, NUM_FRAMES, panning_clip
 from torch.utils.data import DataLoader
 
 from datamodules.grounded_dataset import OPEN_VIDEOS, GroundedClipDataset, GroundedCollate
-from datamodules.sampling import sample_segment_frames
 from formats.frame_grids import annotation_grid
 from formats.records import GroundedRecord
 from formats.video import VideoWriter
+from models.grove.frame_sampling import sample_segment_frames
+from models.grove.image_processing import preprocess_global, preprocess_grounding
 
 
 def cpu_seconds() -> float:

@@ -8,13 +8,21 @@ ResizeLongestSide (SAM, 512 px), on random frames of random sizes (noise and smo
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility before transformers / segment_anything import it)
-from core.image_preprocessing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
 
 import argparse
 import time
 
 import numpy as np
 import torch
+
+from models.grove.image_processing import (
+    CLIP_MEAN,
+    CLIP_STD,
+    SAM_MEAN,
+    SAM_STD,
+    preprocess_global,
+    preprocess_grounding,
+)
 
 
 def random_frames(rng: np.random.Generator, count: int):

@@ -10,7 +10,7 @@ of ``--frames`` frames with a grounded-caption prompt (576 video tokens, phrases
 [DET]) and random box targets goes through GroveModule's training loss, backward and an AdamW
 step on the parameter groups the config trains. Step 1 also allocates the optimizer state; the
 later steps are the steady state that the memory estimator describes. Peak memory is the process's
-peak resident set; the prediction is tools/memory_estimator.py's "single" engine (no
+peak resident set; the prediction is lightning_modules/memory_estimator.py's "single" engine (no
 sharding, weights in their stored dtype, no autocast) plus the process's resident set before
 the model was built.
 """
@@ -26,8 +26,7 @@ from pathlib import Path
 import psutil
 import torch
 
-from models.configs import read_stacked_yaml
-from tools.memory_estimator import (
+from lightning_modules.memory_estimator import (
     GIB,
     ParameterSummary,
     Workload,
@@ -36,6 +35,7 @@ from tools.memory_estimator import (
     build_meta_module,
     estimate,
 )
+from models.grove.configuration import read_stacked_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 

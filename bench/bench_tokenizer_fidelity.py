@@ -1,7 +1,7 @@
 """Share of random grounded captions whose training ids and labels equal the released GROVE's, per
 LLaMA tokenizer folder layout, with this project's loader and with the folder's own settings.
 
-The released rules are :mod:`models.official_tokenization` (the test suite's reference); the real LLaMA
+The released rules are :mod:`models.grove.official_tokenization` (the test suite's reference); the real LLaMA
 vocabulary comes from $GROVE_LLAMA_TOKENIZER_DIR or ../shared/llama_tokenizer:
 
     PYTHONPATH=. .venv/bin/python bench/bench_tokenizer_fidelity.py [--captions 1000]
@@ -19,9 +19,9 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from models.language_model import load_tokenizer_folder
-from models.official_tokenization import ENV_VAR, OfficialRules, llama_tokenizer_root, random_caption
-from models.prompting import OFFICIAL_QUESTIONS, GroundedCaptionPrompter, add_grove_tokens
+from models.grove.language_model import load_tokenizer_folder
+from models.grove.official_tokenization import ENV_VAR, OfficialRules, llama_tokenizer_root, random_caption
+from models.grove.prompting import OFFICIAL_QUESTIONS, GroundedCaptionPrompter, add_grove_tokens
 
 
 def layouts(root: Path, scratch: Path) -> dict[str, Path]:

@@ -19,8 +19,8 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_warn
 from PIL import Image, ImageDraw
 
-from datamodules.sampling import centre_frames
 from formats.video import open_video
+from models.grove.frame_sampling import centre_frames
 
 SEPARATOR = 2  # pixels between frames and rows
 

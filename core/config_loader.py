@@ -138,7 +138,7 @@ MOVED_MODULES = {
     "datamodules.video": "formats.video",
     "datamodules.vidstg_grid": "formats.frame_grids",
     "models.glamm": "glamm.model",
-    "models.official_checkpoint": "models.grove_checkpoint",
+    "models.official_checkpoint": "models.grove.convert_official",
     "tools.glamm_baseline": "glamm.baseline",
     "core.lightning_cli": "command_line.grove_cli",
 }

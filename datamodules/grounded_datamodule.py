@@ -10,9 +10,10 @@ import lightning as L
 from torch.utils.data import DataLoader
 
 from datamodules.epoch_sampler import EpochDataLoader, EpochIndexSampler
-from datamodules.grounded_dataset import ON_ERROR, GroundedClipDataset, GroundedCollate
+from datamodules.grounded_dataset import ON_ERROR, GroundedClipDataset
 from formats.hub_jsonl import is_jsonl, open_jsonl_records
 from formats.records import read_records
+from models.grove.clip_processing import GroundedCollate
 
 
 def require_path(value: str | None, key: str, section: str, what: str) -> Path:
@@ -34,7 +35,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
             HowToGround1M, validate on iGround); default ``video_root``.
         num_frames: T, frames per sample (and per inference window).
         global_image_size / global_resize: CLIP input size and resize mode
-            (:mod:`core.image_preprocessing`; ``clip`` is the released GROVE's, exactly).
+            (:mod:`models.grove.image_processing`; ``clip`` is the released GROVE's, exactly).
         grounding_image_size: SAM input size (longest side, padded square).
         grounding_resize: ``float`` (torch, whole clip at once) or ``sam`` (PIL on 8-bit frames,
             SAM's ResizeLongestSide as the released GROVE runs it).

@@ -1,10 +1,12 @@
-"""Dataset of grounded clips: records + videos -> model-ready samples, and their collate.
+"""Dataset of grounded clips: records + videos -> model-ready samples (collated by
+:class:`models.grove.clip_processing.GroundedCollate`).
 
 A training sample holds the T sparse-sampled frames (GROVE paper, supp. C). An evaluation sample holds every
 annotated frame of the clip (``all_frames=True``), because the evaluation grounds phrases on the
 whole 5-fps grid; ``caption_positions`` then marks the T segment-centre frames the caption is
-generated from. Frames are given twice, preprocessed for each encoder; targets are normalised
-``(cx, cy, w, h)`` per (frame, phrase) with a presence mask.
+generated from. The dataset picks the frames and decodes them; the sample itself (frames
+preprocessed for each encoder, normalised ``(cx, cy, w, h)`` targets per (frame, phrase) with a
+presence mask) is :func:`models.grove.clip_processing.clip_sample`, as prediction builds it.
 
 A missing or corrupt video never kills a long run by default: in training the sample is replaced
 by the next clip, in evaluation it is dropped, and either way the batch carries ``skipped`` entries
@@ -12,25 +14,20 @@ by the next clip, in evaluation it is dropped, and either way the batch carries 
 """
 from __future__ import annotations
 
-from core.box_ops import normalize_boxes, xyxy_to_cxcywh
-from core.image_preprocessing import preprocess_global, preprocess_grounding
-
 import logging
 import os
-import random
-import zlib
 from collections import OrderedDict
 from collections.abc import Sequence as SequenceABC
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-import torch
 from torch.utils.data import Dataset
 
-from datamodules.sampling import centre_frames, sample_rng, sample_segment_frames
-from formats.records import GroundedRecord, RecordError, tagged_phrases
+from formats.records import GroundedRecord, RecordError
 from formats.video import VideoDecodeError, find_video, open_video
+from models.grove.clip_processing import clip_sample, evaluation_positions
+from models.grove.frame_sampling import sample_rng, sample_segment_frames
 
 log = logging.getLogger(__name__)
 ON_ERROR = ("skip", "raise")
@@ -184,96 +181,11 @@ class GroundedClipDataset(Dataset):
         return sample_segment_frames(num_annotated, self.num_frames, self.train, rng, visible, self.max_redraws)
 
     def load(self, record: GroundedRecord, rng: np.random.Generator) -> dict[str, Any]:
-        grid = record.frame_indices
         if self.all_frames:
-            positions = np.arange(len(grid))
-            caption_positions = centre_frames(len(grid), self.num_frames)
+            positions, caption_positions = evaluation_positions(len(record.frame_indices), self.num_frames)
         else:
             positions = self.sample_positions(record, rng)
             caption_positions = np.arange(len(positions))
-        source_frames = grid[positions]
-        frames = self.decode_frames(record, source_frames)
-        boxes_px, present = record.phrase_boxes()
-        # Slots follow the tagged phrases in caption order (repeats included): the k-th [DET] of
-        # the target belongs to the k-th tagged phrase.
-        slot_phrases = tagged_phrases(record.tagged_caption)
-        index = {p: j for j, p in enumerate(record.phrases)}
-        slots = np.array([index.get(p, -1) for p in slot_phrases], dtype=np.int64)
-        boxes_px = np.where((slots >= 0)[None, :, None], boxes_px[:, np.maximum(slots, 0)], 0.0).astype(np.float32)
-        present = present[:, np.maximum(slots, 0)] & (slots >= 0)[None, :]
-        boxes = xyxy_to_cxcywh(normalize_boxes(torch.from_numpy(boxes_px[positions]), record.width, record.height))
-        present_t = torch.from_numpy(present[positions])
-        return {
-            "key": record.key,
-            "video_fname": record.video_fname,
-            "global_frames": preprocess_global(frames, self.global_image_size, self.global_resize),
-            "grounding_frames": preprocess_grounding(frames, self.grounding_image_size, self.grounding_resize),
-            "boxes": boxes * present_t.unsqueeze(-1),
-            "present": present_t,
-            "phrases": slot_phrases,
-            "tagged_caption": record.tagged_caption,
-            "caption": record.caption,
-            "frame_indices": torch.from_numpy(source_frames.astype(np.int64)),
-            "caption_positions": torch.from_numpy(np.asarray(caption_positions, dtype=np.int64)),
-            "size": torch.tensor([record.width, record.height], dtype=torch.int64),
-        }
-
-
-def _pad_stack(tensors: list[torch.Tensor], dims: Sequence[int], value=0) -> torch.Tensor:
-    """Stack tensors padding the given dims to their max size."""
-    shape = list(tensors[0].shape)
-    if all(t.shape == tensors[0].shape for t in tensors):  # nothing to pad (training: T frames each)
-        return torch.stack(tensors)
-    for d in dims:
-        shape[d] = max(t.shape[d] for t in tensors)
-    out = tensors[0].new_full((len(tensors), *shape), value)
-    for i, t in enumerate(tensors):
-        out[(i, *[slice(0, s) for s in t.shape])] = t
-    return out
-
-
-class GroundedCollate:
-    """Pads samples into batch tensors and tokenises captions with the model's prompter.
-
-    Batch keys: ``global_frames (B, F, 3, Hg, Wg)``, ``grounding_frames (B, F, 3, S, S)``,
-    ``boxes (B, F, P, 4)``, ``present (B, F, P)``, ``frame_mask (B, F)``, ``phrase_mask (B, P)``,
-    ``frame_indices (B, F)`` (-1 padded), ``caption_positions (B, T)``, ``size (B, 2)``;
-    ``input_ids``/``attention_mask``/``labels`` (prompt + target, loss on the answer only) and
-    ``prompt_ids``/``prompt_attention_mask`` (left-padded, for generation) when a prompter is set;
-    lists ``keys``, ``phrases``, ``tagged_captions``, ``captions``, ``video_fnames``, ``skipped``.
-    """
-
-    def __init__(self, prompter=None, train: bool = False, seed: int = 0):
-        self.prompter = prompter
-        self.train = train
-        self.seed = seed
-
-    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        skipped = [s for sample in samples for s in sample.get("skipped", [])]
-        samples = [s for s in samples if "key" in s]
-        batch: dict[str, Any] = {"skipped": skipped, "keys": [s["key"] for s in samples]}
-        if not samples:
-            return batch
-        batch["global_frames"] = _pad_stack([s["global_frames"] for s in samples], dims=(0,))
-        batch["grounding_frames"] = _pad_stack([s["grounding_frames"] for s in samples], dims=(0,))
-        batch["boxes"] = _pad_stack([s["boxes"] for s in samples], dims=(0, 1))
-        batch["present"] = _pad_stack([s["present"] for s in samples], dims=(0, 1), value=False)
-        nf = [len(s["frame_indices"]) for s in samples]
-        npz = [len(s["phrases"]) for s in samples]
-        batch["frame_mask"] = torch.arange(max(nf)).unsqueeze(0) < torch.tensor(nf).unsqueeze(1)
-        batch["phrase_mask"] = torch.arange(max(npz, default=0)).unsqueeze(0) < torch.tensor(npz).unsqueeze(1)
-        batch["frame_indices"] = _pad_stack([s["frame_indices"] for s in samples], dims=(0,), value=-1)
-        batch["caption_positions"] = torch.stack([s["caption_positions"] for s in samples])
-        batch["size"] = torch.stack([s["size"] for s in samples])
-        for name, key in (("phrases", "phrases"), ("tagged_captions", "tagged_caption"),
-                          ("captions", "caption"), ("video_fnames", "video_fname")):
-            batch[name] = [s[key] for s in samples]
-        if self.prompter is not None:
-            rng = None
-            if self.train:  # question paraphrase drawn per batch, reproducibly (str hash is salted)
-                rng = random.Random(zlib.crc32("|".join(batch["keys"]).encode()) ^ self.seed)
-            batch.update(self.prompter.encode_training(batch["tagged_captions"], rng=rng))
-            prompts = self.prompter.encode_prompts(len(samples))
-            batch["prompt_ids"] = prompts["input_ids"]
-            batch["prompt_attention_mask"] = prompts["attention_mask"]
-        return batch
+        frames = self.decode_frames(record, record.frame_indices[positions])
+        return clip_sample(record, frames, positions, caption_positions, self.global_image_size, self.global_resize,
+                           self.grounding_image_size, self.grounding_resize)

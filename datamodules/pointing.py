@@ -11,8 +11,6 @@ Frames are read by timestamp: the frame shown at or after each sampled time
 """
 from __future__ import annotations
 
-from core.image_preprocessing import preprocess_global, preprocess_grounding
-
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ import numpy as np
 import torch
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule
-from datamodules.grounded_dataset import GroundedClipDataset, GroundedCollate
+from datamodules.grounded_dataset import GroundedClipDataset
 from formats.pointing_records import (
     POINTING_FPS,
     PointingRecord,
@@ -30,6 +28,8 @@ from formats.pointing_records import (
     sample_timestamps,
 )
 from formats.video import open_video
+from models.grove.clip_processing import GroundedCollate
+from models.grove.image_processing import preprocess_global, preprocess_grounding
 
 
 def pointing_answer(caption: str) -> str:

@@ -30,8 +30,10 @@ REQUIRED_FIELDS = (
     "video_fname", "video_id", "clip_id", "fps", "clip_start_frame", "clip_end_frame",
     "width", "height", "caption", "tagged_caption", "phrases", "bboxes", "labels",
 )
+# The tagged-caption pattern, one home for the data and the prompts: a phrase inside ``<p>…</p>``, and
+# each tag alone (captured, so ``TAG.split`` keeps the tags between the pieces).
 PHRASE_TAG = re.compile(r"<p>\s*(.*?)\s*</p>", re.DOTALL)
-_TAG = re.compile(r"</?p>")
+TAG = re.compile(r"(</?p>)")
 
 
 def tagged_phrases(tagged_caption: str) -> list[str]:
@@ -42,7 +44,7 @@ def tagged_phrases(tagged_caption: str) -> list[str]:
 def tag_problem(tagged_caption: str) -> str | None:
     """What is wrong with the ``<p>…</p>`` tags of a caption (unbalanced, nested, empty), or None."""
     open_at = None
-    for match in _TAG.finditer(tagged_caption):
+    for match in TAG.finditer(tagged_caption):
         if match.group() == "<p>":
             if open_at is not None:
                 return f"a <p> at character {match.start()} opens before the <p> at {open_at} is closed"

@@ -10,7 +10,7 @@ from torch import Tensor
 
 from glamm.checkpoint import GLAMM_LAYOUT, folder_config_notes
 from glamm.model import GLAMM_CONFIG, build_on_meta
-from models.grove_checkpoint import ConversionReport, convert_official, target_model
+from models.grove.convert_official import ConversionReport, convert_official, target_model
 
 
 def glamm_target(config_paths: list[str | Path]) -> tuple[dict[str, Tensor], list[str]]:

@@ -1,10 +1,10 @@
 """GLaMM's released checkpoint (``GLaMMForCausalLM``, the model GROVE extends) in this project's layout.
 
 GLaMM's keys follow GROVE's for what the two share (the LLaMA, LLaVA's projector, SAM's image
-encoder, the text projection: :data:`models.grove_checkpoint.SHARED_RENAMES`); SAM's prompt
+encoder, the text projection: :data:`models.grove.convert_official.SHARED_RENAMES`); SAM's prompt
 encoder and mask decoder keep their own names, the region encoder is dropped, and the CLIP tower,
 which the release does not hold, comes from OpenAI's CLIP weights. The conversion itself is
-:func:`models.grove_checkpoint.convert_official` with :data:`GLAMM_LAYOUT`.
+:func:`models.grove.convert_official.convert_official` with :data:`GLAMM_LAYOUT`.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Mapping
 
 from torch import Tensor
 
-from models.grove_checkpoint import (
+from models.grove.convert_official import (
     CLIP_SOURCE,
     REGION_ENCODER,
     ROTARY_INV_FREQ,

@@ -28,7 +28,7 @@ import numpy as np
 
 from glamm.check import check_glamm
 from glamm.model import GLAMM_CONFIG
-from models.grove_checkpoint import check_grove_from_glamm, init_table
+from models.grove.convert_official import check_grove_from_glamm, init_table
 
 
 def _check(args) -> int:
@@ -40,7 +40,7 @@ def _check(args) -> int:
 
 
 def _grove_init(args) -> int:
-    from models.configs import model_configs_from_yaml
+    from models.grove.configuration import model_configs_from_yaml
 
     report, notes = check_grove_from_glamm(args.folder, args.config)
     for note in notes:

@@ -24,7 +24,6 @@ strips the whitespace on both sides of each, so ``</p> [SEG]`` is ``</p>``, ``[S
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility before segment_anything imports it)
-from core.image_preprocessing import preprocess_global, preprocess_grounding
 
 import json
 import re
@@ -38,19 +37,20 @@ from segment_anything.modeling import MaskDecoder, PromptEncoder, TwoWayTransfor
 from torch import Tensor, nn
 
 from glamm.checkpoint import load_glamm_state
-from models.configs import (
+from models.grove.configuration import (
     DecoderConfig,
     GlobalEncoderConfig,
     GroundingEncoderConfig,
     LanguageModelConfig,
     model_configs_from_yaml,
 )
-from models.global_video_encoder import GlobalVideoEncoder
-from models.grounding_video_encoder import GroundingVideoEncoder
-from models.grove import gather_det_hidden
-from models.heads import QueryProjector
-from models.language_model import GroveLanguageModel, load_tokenizer_folder
-from models.prompting import CHAT_TEMPLATES, OFFICIAL_VIDEO_INDEX, PHRASE_END, PHRASE_START, parse_tagged_text
+from models.grove.global_video_encoder import GlobalVideoEncoder
+from models.grove.grounding_video_encoder import GroundingVideoEncoder
+from models.grove.heads import QueryProjector
+from models.grove.image_processing import preprocess_global, preprocess_grounding
+from models.grove.language_model import GroveLanguageModel, load_tokenizer_folder
+from models.grove.modeling import gather_det_hidden
+from models.grove.prompting import CHAT_TEMPLATES, OFFICIAL_VIDEO_INDEX, PHRASE_END, PHRASE_START, parse_tagged_text
 
 SEG_TOKEN = "[SEG]"
 GLAMM_TOKENS = ("<im_start>", "<im_end>", "<bbox>", "<point>", SEG_TOKEN, PHRASE_START, PHRASE_END)

@@ -1,8 +1,6 @@
 """GroveModule: training and evaluation logic for GROVE. The architecture lives in models/."""
 from __future__ import annotations
 
-from core.box_ops import cxcywh_to_xyxy, denormalize_boxes
-
 import warnings
 from typing import Any
 
@@ -12,10 +10,11 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 
 from lightning_modules.schedules import build_scheduler
 from metrics.teacher_forced import TeacherForcedGrounding
-from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
-from models.grove import TEXT_PROTOCOLS, Grove
-from models.inference import WINDOW_MODES
-from models.loss import GroveLoss
+from models.grove.configuration import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
+from models.grove.loss import GroveLoss
+from models.grove.modeling import TEXT_PROTOCOLS, Grove
+from models.grove.processing import predict_clips
+from models.grove.windows import WINDOW_MODES
 
 # Evaluation settings: excluded from the saved hyper-parameters, so that with --ckpt_path the
 # command line decides them rather than the checkpoint.
@@ -23,13 +22,13 @@ EVAL_SETTINGS = ("objectness_threshold", "objectness_strict", "max_new_tokens", 
 
 
 def start_from_glamm(model: Grove, folder: str) -> str:
-    """Load a GLaMM folder into ``model`` (:func:`models.grove_checkpoint.init_grove_from_glamm`);
+    """Load a GLaMM folder into ``model`` (:func:`models.grove.convert_official.init_grove_from_glamm`);
     returns the table of tensors from GLaMM / CLIP / new, also printed on rank zero."""
     from pathlib import Path
 
     from lightning.pytorch.utilities import rank_zero_info
 
-    from models.grove_checkpoint import init_grove_from_glamm, init_table
+    from models.grove.convert_official import init_grove_from_glamm, init_table
 
     if not Path(folder).is_dir():
         raise FileNotFoundError(f"model.init_from_glamm: {folder!r} is not a folder. See the README section "
@@ -61,7 +60,7 @@ class GroveModule(L.LightningModule):
         objectness_threshold: keep a box when sigmoid(objectness) >= threshold (0 = always).
         objectness_strict: keep it only when sigmoid(objectness) > threshold, as the released code.
         window_mode: how evaluation covers all annotated frames with T-frame windows
-            (:mod:`models.inference`): ``official`` (the released code's windows, caption from the
+            (:mod:`models.grove.windows`): ``official`` (the released code's windows, caption from the
             central one), ``interleaved`` (window w takes every W-th frame, the spacing training
             saw; caption from the segment centres) or ``contiguous`` (consecutive frames).
         text_protocol: how the generated caption is grounded and scored (:meth:`models.grove.Grove.predict`):
@@ -69,11 +68,11 @@ class GroveModule(L.LightningModule):
             released inference: the caption window grounded on the generated ids, the others on
             the re-tokenised released decode; the released caption string is scored).
         target_text: ``as_is`` or ``official`` (targets lower-cased, surrounding quotes stripped,
-            as the released datasets build them; :func:`models.prompting.official_target_text`).
+            as the released datasets build them; :func:`models.grove.prompting.official_target_text`).
         train_rel_pos: also train the relative position tables of SAM's global-attention blocks
             (the released GROVE does).
         init_from_glamm: a released GLaMM checkpoint folder to start from, as the official
-            pre-training does (:func:`models.grove_checkpoint.init_grove_from_glamm`: the LLM,
+            pre-training does (:func:`models.grove.convert_official.init_grove_from_glamm`: the LLM,
             projector, SAM and [SEG] projection from GLaMM; CLIP from ``global_encoder.checkpoint``;
             adapters and heads new). A table of where each tensor came from is printed.
         optimizer / lr_scheduler: set from the config (AdamW, warm-up + linear decay by default).
@@ -199,8 +198,9 @@ class GroveModule(L.LightningModule):
             return None  # every clip of the batch was unreadable (reported by SkippedVideoReport)
         losses, _, _ = self.compute_losses(batch)
         bs = len(batch["keys"])
+        # the epoch values are means over every rank's batches (sync_dist), not rank zero's alone
         self.log_dict({f"train/{k}": v.detach() for k, v in losses.items()}, batch_size=bs,
-                      prog_bar=False, on_step=True, on_epoch=True)
+                      prog_bar=False, on_step=True, on_epoch=True, sync_dist=True)
         self.log("train/loss_step", losses["loss"].detach(), prog_bar=True, batch_size=bs, on_step=True, on_epoch=False)
         return losses["loss"]
 
@@ -240,86 +240,24 @@ class GroveModule(L.LightningModule):
 
     def predict_step(self, batch, batch_idx, dataloader_idx: int = 0):
         """``{"predictions", "skipped"}``; with ``report_objectness`` set, also ``"objectness"``:
-        every phrase's objectness on every frame, whatever the threshold keeps (:meth:`objectness_by_clip`)."""
+        every phrase's objectness on every frame, whatever the threshold keeps
+        (:func:`models.grove.postprocessing.objectness_by_clip`)."""
         if not batch["keys"]:
             return {"predictions": {}, "skipped": batch["skipped"]}
         if "answers" in batch:  # a pointing benchmark's segments (datamodules.pointing)
             from lightning_modules.pointing import pointing_predictions
 
             return {"predictions": pointing_predictions(self.model, batch), "skipped": batch["skipped"]}
-        out = self.predict_raw(batch)
-        result = {"predictions": self.format_predictions(batch, out.tagged_captions, out.phrases, out.boxes,
-                                                         out.scores, out.captions),
-                  "skipped": batch["skipped"]}
-        if self.report_objectness:
-            result["objectness"] = self.objectness_by_clip(batch, out.phrases, out.scores)
-        return result
+        result = predict_clips(self.model, batch, report_objectness=self.report_objectness, **self.inference_settings())
+        return {**result, "skipped": batch["skipped"]}
 
     # ------------------------------------------------------------------ inference
-    @torch.no_grad()
-    def predict_raw(self, batch: dict[str, Any]):
-        """The model's :class:`models.grove.GrovePrediction` for the clips of a batch (tensors)."""
-        captions = list(batch["tagged_captions"]) if self.hparams.teacher_forced else None
-        return self.model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"],
-                                  window=batch["caption_positions"].shape[1], window_mode=self.window_mode,
-                                  caption_positions=batch["caption_positions"], captions=captions,
-                                  max_new_tokens=self.max_new_tokens, text_protocol=self.text_protocol)
+    def inference_settings(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`models.grove.processing.predict_clips` under this module's settings."""
+        return {"objectness_threshold": self.objectness_threshold, "objectness_strict": self.objectness_strict,
+                "window_mode": self.window_mode, "text_protocol": self.text_protocol,
+                "max_new_tokens": self.max_new_tokens, "teacher_forced": bool(self.hparams.teacher_forced)}
 
     def predict_clips(self, batch: dict[str, Any]) -> dict[str, dict]:
         """Prediction-format dicts for the clips of a batch: caption, phrases and boxes on every frame."""
-        out = self.predict_raw(batch)
-        return self.format_predictions(batch, out.tagged_captions, out.phrases, out.boxes, out.scores, out.captions)
-
-    @staticmethod
-    def objectness_by_clip(batch, phrases, scores) -> dict[str, dict]:
-        """Per clip key: ``frames`` (source-frame indices of its real frames) and ``scores`` (one row per
-        frame, one objectness probability per phrase of the clip), before any threshold."""
-        mask = batch["frame_mask"].cpu().numpy().astype(bool)
-        scores, frame_indices = scores.float().cpu().numpy(), batch["frame_indices"].cpu().numpy()
-        return {key: {"frames": frame_indices[i][mask[i]].tolist(),
-                      "scores": scores[i][mask[i]][:, :len(phrases[i])].tolist()}
-                for i, key in enumerate(batch["keys"])}
-
-    def format_predictions(self, batch, tagged, phrases, boxes, scores, captions=None) -> dict[str, dict]:
-        """Tensors -> prediction-format dicts (:func:`format_clip_predictions` at this module's threshold)."""
-        return format_clip_predictions(batch, tagged, phrases, boxes, scores, captions, self.objectness_threshold,
-                                       self.objectness_strict, self.model.objectness_head is not None)
-
-
-def format_clip_predictions(batch, tagged, phrases, boxes, scores, captions, threshold: float, strict: bool,
-                            has_objectness: bool = True) -> dict[str, dict]:
-    """Tensors -> prediction-format dicts: pixel xyxy boxes, kept where score >= ``threshold`` (``> threshold``
-    when ``strict``; every box without an objectness head); ``captions`` (plain, to score) default to the
-    tagged captions without their tags. Shared by ``predict_step`` and :mod:`tools.grove_processor`."""
-    size = batch["size"].to(boxes.device).float()
-    px = denormalize_boxes(cxcywh_to_xyxy(boxes), size[:, 0, None, None], size[:, 1, None, None])
-    px = torch.minimum(px.clamp(min=0), torch.stack([size[:, 0], size[:, 1]] * 2, -1)[:, None, None])
-    above = scores > threshold if strict else scores >= threshold
-    keep = above & batch["frame_mask"].to(boxes.device).unsqueeze(-1)
-    if not has_objectness:
-        keep = batch["frame_mask"].to(boxes.device).unsqueeze(-1).expand_as(scores)
-    px, scores, keep = px.cpu().numpy().round(2), scores.cpu().numpy(), keep.cpu().numpy()
-    frame_indices = batch["frame_indices"].cpu().numpy()
-    out = {}
-    for i, key in enumerate(batch["keys"]):
-        n_p = len(phrases[i])
-        frames = []
-        f_idx, p_idx = keep[i, :, :n_p].nonzero()
-        for f in sorted(set(f_idx.tolist())):
-            sel = p_idx[f_idx == f]
-            frames.append({
-                "frame": int(frame_indices[i, f]),
-                "boxes": px[i, f, sel].tolist(),
-                "labels": [phrases[i][j] for j in sel],
-                "scores": [float(s) for s in scores[i, f, sel]],
-            })
-        caption = captions[i] if captions is not None else strip_caption(tagged[i])
-        out[key] = {"caption": caption, "tagged_caption": tagged[i],
-                    "phrases": list(phrases[i]), "frames": frames}
-    return out
-
-
-def strip_caption(tagged: str) -> str:
-    from formats.records import strip_tags
-
-    return strip_tags(tagged)
+        return predict_clips(self.model, batch, **self.inference_settings())["predictions"]

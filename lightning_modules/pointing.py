@@ -2,8 +2,8 @@
 
 The caption is teacher-forced as one grounded phrase (``<p> caption </p> [DET]``, built by
 :mod:`datamodules.pointing`) after the released benchmarks' own question
-(:data:`models.prompting.OFFICIAL_POINTING_QUESTION`), and grounded on every sampled frame with
-the released windows (``official_pointing`` in :mod:`models.inference`: 8 interleaved frames per
+(:data:`models.grove.prompting.OFFICIAL_POINTING_QUESTION`), and grounded on every sampled frame with
+the released windows (``official_pointing`` in :mod:`models.grove.windows`: 8 interleaved frames per
 window, each frame's box kept once); temporal objectness is not applied, so every frame has a box. Boxes are scaled
 by the annotated width and height and turned into corners without clipping, as released. Each
 target second then takes the box of the sampled frame nearest in time.
@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from formats.pointing_records import closest_samples
-from models.grove import Grove
-from models.prompting import OFFICIAL_POINTING_QUESTION
+from models.grove.modeling import Grove
+from models.grove.prompting import OFFICIAL_POINTING_QUESTION
 
 POINTING_WINDOW_MODE = "official_pointing"
 

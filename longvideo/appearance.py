@@ -1,7 +1,7 @@
 """The appearance cue: the grounding encoder's features averaged inside a phrase's boxes.
 
 The grounding (SAM) encoder sees each frame resized so its longest side is ``S`` and padded
-at the bottom/right to ``S x S`` (:func:`core.image_preprocessing.preprocess_grounding`), and
+at the bottom/right to ``S x S`` (:func:`models.grove.image_processing.preprocess_grounding`), and
 returns an ``(h, w)`` feature map of that square; a pixel box of a ``W x H`` frame therefore
 covers feature cells ``box * h / max(W, H)``. A phrase's vector is the mean over its boxes of
 the mean feature in each box (at least the one cell under the box centre), L2-normalised.

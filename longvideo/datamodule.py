@@ -22,7 +22,6 @@ import numpy as np
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from datamodules.grounded_datamodule import GroundedVideoDataModule
-from datamodules.grounded_dataset import GroundedClipDataset, GroundedCollate
 from datamodules.video_folder import probe_videos, seconds_to_grid_frames
 from formats.frame_grids import annotation_grid, annotation_step
 from formats.records import GroundedRecord
@@ -30,15 +29,8 @@ from formats.unannotated_records import unannotated_record
 from formats.video import DecodeGap, VideoDecodeError, VideoInfo, stream_frames
 from longvideo.prefetch import BackgroundIterable
 from longvideo.segments import SEGMENTERS, ClipPlanner, PlannedClip, ShotCutDetector
-
-
-class _GivenFrames(GroundedClipDataset):
-    """The evaluation preprocessing of :class:`GroundedClipDataset` on frames already decoded."""
-
-    frames: np.ndarray | None = None
-
-    def decode_frames(self, record: GroundedRecord, frame_indices: np.ndarray) -> np.ndarray:
-        return self.frames
+from models.grove.clip_processing import GroundedCollate
+from models.grove.processing import GroveProcessor
 
 
 def clip_record(info: VideoInfo, clip: PlannedClip) -> GroundedRecord:
@@ -70,8 +62,8 @@ class LongVideoClips(IterableDataset):
         self.min_shot_seconds = min_shot_seconds
         self.on_error = on_error
         self.videos, self.unreadable = probe_videos(videos, on_error)
-        self.preprocess = _GivenFrames([], video_root=Path("/"), train=False, all_frames=True, on_error=on_error,
-                                       **dataset_kwargs)
+        # the evaluation preprocessing of every clip, on frames already decoded (the processor's, as ``predict``'s)
+        self.processor = GroveProcessor(preprocessing=dataset_kwargs)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         worker = get_worker_info()
@@ -96,11 +88,7 @@ class LongVideoClips(IterableDataset):
         where = {"kind": "clip", "key": record.key, **video_meta(info), "clip": clip.index, "shot": clip.shot,
                  "frames": clip.frames.tolist(), "start_frame": record.clip_start_frame,
                  "end_frame": record.clip_end_frame, "segmenter": self.segmenter}
-        self.preprocess.frames = np.stack(clip.pixels)
-        try:
-            sample = self.preprocess.load(record, np.random.default_rng(0))
-        finally:
-            self.preprocess.frames = None
+        sample = self.processor.sample(np.stack(clip.pixels), record)
         sample["skipped"] = []
         sample["long_video"] = [where]
         return sample

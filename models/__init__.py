@@ -1,5 +1,6 @@
-"""Plain nn.Modules of GROVE (encoders, adapters, language model, box decoder, heads, loss); no Lightning.
-
-Import each from its module (``models.grove.Grove``), so that importing one part does not pull in
-transformers or open_clip."""
+"""Plain nn.Modules, no Lightning: one folder per model family (``grove``: GROVE; ``cotracker3``:
+the annotation pipeline's point tracker) and the building blocks more than one family uses
+(``tiny_tokenizer``: the offline byte-level BPE of the tiny GROVE and the toy judge;
+``patch_pretext``: the dense phrase-word pretext of the demo's GROVE towers and the toy judge's
+vision tower)."""
 import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from models.prompting import CHAT_TEMPLATES, DEFAULT_QUESTIONS, VIDEO_PREAMBLE
+from models.grove.prompting import CHAT_TEMPLATES, DEFAULT_QUESTIONS, VIDEO_PREAMBLE
 
 VOCAB_SIZE = 1536
 SPECIAL_TOKENS = {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"}

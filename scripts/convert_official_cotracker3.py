@@ -19,7 +19,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from models.cotracker3_checkpoint import check_cotracker3, load_cotracker3
+    from models.cotracker3.convert_official import check_cotracker3, load_cotracker3
 
     parser = CommandParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", role="input", type=existing_file,

@@ -23,7 +23,7 @@ from core.weights import WeightFileError
 import sys
 from pathlib import Path
 
-from models.grove_checkpoint import check_official, convert_official_file
+from models.grove.convert_official import check_official, convert_official_file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +59,7 @@ def convert_and_export(checkpoint: str, configs: list[str], folder: str):
     """Convert, then export the converted weights as a folder (the intermediate checkpoint is removed)."""
     import tempfile
 
-    from scripts.export_model import export
+    from command_line.model_export import export
 
     Path(folder).parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=Path(folder).parent) as tmp:

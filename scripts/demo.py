@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from cli import cli_main
-from tools import tower_pretraining
+from lightning_modules import tower_pretraining
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,7 @@
 Builds the config's model on the meta device (no weights), prints its parameter counts, the
 activations one sample keeps for backward (with and without gradient checkpointing), then
 weights / gradients / optimizer state / activations per GPU for micro-batch 1..8 and which setups
-fit the GPU. The model behind the figures: tools/memory_estimator.py, docs/scaling.md.
+fit the GPU. The model behind the figures: lightning_modules/memory_estimator.py, docs/scaling.md.
 """
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ from core.user_errors import run_command
 import argparse
 from pathlib import Path
 
-from models.configs import read_stacked_yaml
-from tools.memory_estimator import (
+from lightning_modules.memory_estimator import (
     DEFAULT_OVERHEAD_GIB,
     GIB,
     STRATEGIES,
@@ -29,6 +28,7 @@ from tools.memory_estimator import (
     largest_fitting,
     table,
 )
+from models.grove.configuration import read_stacked_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 

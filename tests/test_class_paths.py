@@ -9,7 +9,7 @@ import pytest
 from tests.fixtures.paths import ROOT
 
 PROJECT_PACKAGES = ("core", "formats", "models", "datamodules", "metrics", "lightning_modules", "callbacks",
-                    "glamm", "annotation", "judge", "tools", "command_line")
+                    "glamm", "annotation", "judge", "command_line")
 CLASS_PATH = re.compile(r"class_path:\s*[\"']?([\w.]+)")
 
 

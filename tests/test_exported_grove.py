@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 def trained(tiny_synthetic_root, tmp_path_factory):
     """A tiny fit whose config names tower files (written from random towers), and those files."""
     from cli import cli_main
-    from tools.tower_pretraining import save_towers
+    from lightning_modules.tower_pretraining import save_towers
 
     tmp = tmp_path_factory.mktemp("grove_export")
     towers = tmp / "towers"
@@ -75,7 +75,7 @@ class towers_moved_away:
 
 @pytest.fixture(scope="module")
 def exported(trained):
-    from scripts.export_model import export
+    from command_line.model_export import export
 
     return export([str(Path("configs/demo.yaml"))], str(trained["ckpt"]), str(trained["tmp"] / "exported"),
                   overrides=_args(trained, trained["tmp"] / "export_logs")[2:])
@@ -122,7 +122,7 @@ def test_from_pretrained_gives_the_checkpoint_s_outputs_to_the_last_bit(trained,
     torch.manual_seed(1)
     frames_g, frames_s = torch.randn(1, 8, 3, 64, 64), torch.randn(1, 8, 3, 128, 128)
     mask = torch.ones(1, 8, dtype=torch.bool)
-    from scripts.export_model import build_module
+    from command_line.model_export import build_module
 
     module, _ = build_module([str(Path("configs/demo.yaml"))], str(trained["ckpt"]),
                              _args(trained, trained["tmp"] / "ref_logs")[2:])
@@ -152,7 +152,7 @@ def test_cli_predict_and_test_take_the_folder(trained, exported, tmp_path, monke
 @pytest.mark.parametrize("fixed_caption", [False, True])
 def test_the_python_api_gives_cli_predict_s_boxes_and_captions(trained, exported, tmp_path, monkeypatch,
                                                                fixed_caption):
-    from tools.grove_processor import GroveProcessor
+    from models.grove.processing import GroveProcessor
 
     if fixed_caption:  # phrases to box (the tiny model's own captions rarely tag one)
         monkeypatch.setattr(Grove, "generate_captions", fixed_generate_captions)
@@ -179,7 +179,7 @@ def test_the_python_api_gives_cli_predict_s_boxes_and_captions(trained, exported
 
 
 def test_the_api_refuses_metadata_that_does_not_fit_the_file(trained, exported):
-    from tools.grove_processor import GroveProcessor
+    from models.grove.processing import GroveProcessor
 
     processor = GroveProcessor.from_pretrained(exported)
     with pytest.raises(ValueError, match="w=99"):

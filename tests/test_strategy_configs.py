@@ -51,7 +51,7 @@ def test_fsdp_overlay(monkeypatch):
     from torch.distributed.fsdp import ShardingStrategy
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer
 
-    from models.adapters import SpatioTemporalAdapter
+    from models.grove.adapters import SpatioTemporalAdapter
 
     cli, trainer = _parse_with_overlay(monkeypatch, "fsdp.yaml")
     _common_checks(cli, trainer)

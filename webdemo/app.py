@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import gradio as gr
 
 from formats.video import PyAVVideoSource, VideoDecodeError
-from models.inference import WINDOW_MODES
+from models.grove.windows import WINDOW_MODES
 from webdemo.judging import ClipJudge
 from webdemo.long_video import LongVideoResult, long_video_summary
 from webdemo.plot import objectness_figure

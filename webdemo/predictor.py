@@ -6,9 +6,11 @@ and the checkpoint's weights are read once, as tensors only. Each request then r
 ``trainer.predict`` on one video with a fresh datamodule and the project's own writers
 (:class:`callbacks.PredictionWriter`, :class:`callbacks.AnnotatedVideoWriter`) pointed at the
 request's folder, so the predictions file is the one ``cli.py predict`` writes for that video with
-the same settings. Requests run one at a time (a lock), since the model's inference settings are
-set per request. Long-video mode (:meth:`DemoPredictor.predict_long`) runs the same model with the
-datamodule and callbacks of ``configs/overlays/long_video.yaml`` stacked on the configs (:mod:`webdemo.long_video`).
+the same settings: the trainer's ``predict_step`` is :func:`models.grove.processing.predict_clips`,
+the one function that runs GROVE on clips and formats its predictions. Requests run one at a time
+(a lock), since the model's inference settings are set per request. Long-video mode
+(:meth:`DemoPredictor.predict_long`) runs the same model with the datamodule and callbacks of
+``configs/overlays/long_video.yaml`` stacked on the configs (:mod:`webdemo.long_video`).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from callbacks.annotated_video_writer import AnnotatedVideoWriter
 from callbacks.prediction_writer import PredictionWriter
 from longvideo.timeline import read_timeline
 from longvideo.timeline_writer import LongVideoTimeline
-from models.inference import WINDOW_MODES
+from models.grove.windows import WINDOW_MODES
 from webdemo.long_video import LONG_VIDEO_OVERLAY, LongVideoProgress, LongVideoResult, LongVideoSetup
 from webdemo.results import DemoResult, assemble_clips
 
@@ -232,7 +234,7 @@ class DemoPredictor:
             added = [w for w in writers if w not in self.trainer.callbacks]
             self.trainer.callbacks[:0] = [collector]  # first: says "drawing" before the writers draw
             self.trainer.callbacks.extend(added)
-            try:
+            try:  # GroveModule.predict_step -> models.grove.processing.predict_clips, per batch of clips
                 self.trainer.predict(module, datamodule=datamodule, return_predictions=False)
             finally:
                 module.report_objectness = False

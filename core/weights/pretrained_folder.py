@@ -6,7 +6,7 @@
     tokenizer files, preprocessor_config.json, README.md (the model card)
 
 This module writes and reads the weight files and the config of such a folder; what the config
-holds is the model class's business (:mod:`models.pretrained_grove`, :mod:`judge.model.pretrained`).
+holds is the model class's business (:mod:`models.grove.pretrained`, :mod:`judge.model.pretrained`).
 Reading (through :func:`core.weights.read_weights`) refuses, naming the file: a shard the index
 names that is missing, a shard that is not safetensors, tensors holding NaN, and weights that do
 not fit the model the config builds (:func:`load_into`).

@@ -23,8 +23,6 @@ kept outside the LightningModule (not trained, not checkpointed) and moved to it
 """
 from __future__ import annotations
 
-from core.image_preprocessing import CLIP_MEAN, CLIP_STD
-
 import math
 from typing import Any, Sequence
 
@@ -32,6 +30,8 @@ import lightning as L
 import numpy as np
 import torch
 from lightning.pytorch.callbacks import Callback
+
+from models.grove.image_processing import CLIP_MEAN, CLIP_STD
 
 FRAME_SOURCES = ("auto", "batch", "video")
 

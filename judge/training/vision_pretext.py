@@ -10,14 +10,13 @@ appears/disappears: the parts of the captions' actions), on grounded synthetic t
 """
 from __future__ import annotations
 
-from core.image_preprocessing import CLIP_MEAN, CLIP_STD
-
 import json
 import time
 
 import numpy as np
 import torch
 
+from models.grove.image_processing import CLIP_MEAN, CLIP_STD
 from models.patch_pretext import (
     MOTION_WORDS,
     PatchWordHead,

@@ -72,7 +72,7 @@ def test_oracle_point_tracker_tracks_equal_the_truth(synthetic, tmp_path):
 
 
 def test_tracker_backends_run_in_the_pipeline_with_tiny_models(synthetic, tmp_path):
-    from models.cotracker3 import CoTracker3Config, CoTracker3Offline
+    from models.cotracker3.modeling import CoTracker3Config, CoTracker3Offline
 
     torch.manual_seed(0)
     tiny = CoTracker3Config(window_len=8, hidden_size=16, num_heads=2, time_depth=1, space_depth=1,
@@ -99,7 +99,7 @@ def test_tracker_backends_run_in_the_pipeline_with_tiny_models(synthetic, tmp_pa
 
 def test_cotracker_batches_equal_single_clips(synthetic):
     from annotation.stage3.trackers.cotracker_tracker import CoTrackerBoxTracker
-    from models.cotracker3 import CoTracker3Config, CoTracker3Offline, CoTracker3Predictor
+    from models.cotracker3.modeling import CoTracker3Config, CoTracker3Offline, CoTracker3Predictor
 
     torch.manual_seed(1)
     tiny = CoTracker3Config(window_len=6, hidden_size=16, num_heads=2, time_depth=1, space_depth=1,

@@ -4,9 +4,9 @@ import core  # noqa: F401
 import torch
 
 from callbacks.init_from_checkpoint import InitFromCheckpoint
-from lightning_modules.grove_export import grove_settings
 from lightning_modules.grove_module import GroveModule
-from models.configs import tiny_configs
+from models.grove.configuration import tiny_configs
+from models.grove.export import grove_settings
 
 
 def test_an_exported_folder_initialises_every_weight(tmp_path):

@@ -35,7 +35,7 @@ OTHER_PACKAGES_COMMANDS: dict[str, tuple[str, str, list[str]]] = {
     "python -m metrics.vidstg": ("metrics.commands.vidstg", "main", []),
     "python -m metrics.pointing": ("metrics.commands.pointing", "main", []),
     "python scripts/threshold_sweep.py": ("metrics.commands.threshold_sweep", "main", []),
-    "python scripts/pretrain_towers.py": ("tools.tower_pretraining", "main", []),
+    "python scripts/pretrain_towers.py": ("lightning_modules.tower_pretraining", "main", []),
     "python scripts/export_model.py": ("scripts.export_model", "main", []),
 }
 NOT_ARGPARSE = {"scripts/demo.py": "passes its arguments to cli.py fit/test (LightningCLI)"}

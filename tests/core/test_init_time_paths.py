@@ -50,8 +50,8 @@ def test_keys_and_callbacks():
 def test_an_llm_folder_without_its_weights_builds_from_its_config(tmp_path):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from models.configs import LanguageModelConfig
-    from models.language_model import GroveLanguageModel, load_tokenizer
+    from models.grove.configuration import LanguageModelConfig
+    from models.grove.language_model import GroveLanguageModel, load_tokenizer
 
     tokenizer = load_tokenizer(LanguageModelConfig())
     LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,

@@ -127,7 +127,7 @@ def test_a_torchscript_archive_with_a_crafted_data_pkl_is_refused(tmp_path):
 
 
 def test_tower_checkpoints_load_through_the_safe_loader(tmp_path):
-    from models.configs import load_weights
+    from models.grove.configuration import load_weights
 
     marker = tmp_path / "payload_ran"
     path = _malicious_checkpoint(tmp_path / "sam.pth", marker)

@@ -1,8 +1,6 @@
 """The training input pipeline gives the model exactly what a plain reference computes for a seed:
 the sampled grid frames decoded from scratch, resized with PIL and normalised, whatever readers
 the dataset keeps open and in whatever order clips are read."""
-from core.image_preprocessing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD
-
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +9,10 @@ import torch
 from PIL import Image
 
 from datamodules.grounded_dataset import OPEN_VIDEOS, GroundedClipDataset, GroundedCollate
-from datamodules.sampling import sample_rng, sample_segment_frames
 from formats.records import GroundedRecord
 from formats.video import PyAVVideoSource, write_video
+from models.grove.frame_sampling import sample_rng, sample_segment_frames
+from models.grove.image_processing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD
 
 FPS, W, H = 10, 90, 60
 

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 import torch
 
-from datamodules.grounded_dataset import GroundedCollate
 from datamodules.pointing import PointingClipDataset, PointingCollate, PointingDataModule, pointing_answer
 from datamodules.synthetic_pointing import generate_pointing_dataset
 from formats.pointing_records import closest_samples, frame_at_seconds, read_pointing_records, sample_timestamps
 from lightning_modules.pointing import pixel_corners, pointing_predictions
-from models.configs import model_configs_from_yaml
 from models.grove import Grove
-from models.inference import clip_windows
-from models.prompting import OFFICIAL_POINTING_QUESTION
+from models.grove.clip_processing import GroundedCollate
+from models.grove.configuration import model_configs_from_yaml
+from models.grove.prompting import OFFICIAL_POINTING_QUESTION
+from models.grove.windows import clip_windows
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = [ROOT / "configs" / "official" / "tiny.yaml"]
@@ -115,9 +115,9 @@ def test_answer_is_forced_as_written_after_the_pointing_question():
 
 def test_pointing_input_ids_equal_the_released_ones_on_the_real_vocabulary():
     """The released tokenize_prompt: LLaVA-v1 conversation with the pointing question and the answer."""
-    from models.language_model import load_tokenizer_folder
-    from models.official_tokenization import OfficialRules
-    from models.prompting import GroundedCaptionPrompter, add_grove_tokens
+    from models.grove.language_model import load_tokenizer_folder
+    from models.grove.official_tokenization import OfficialRules
+    from models.grove.prompting import GroundedCaptionPrompter, add_grove_tokens
     from tests.fixtures.llama_vocabulary import llama_tokenizer_root
 
     folder = llama_tokenizer_root() / "glamm"

@@ -5,11 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from datamodules.sampling import centre_frames
 from datamodules.video_folder import VideoFolderDataset, VideoInfo, clip_records, list_videos, plan_clips, video_ids
 from formats.frame_grids import annotation_grid
 from formats.records import GroundedRecord
 from formats.video import PyAVVideoSource, write_video
+from models.grove.frame_sampling import centre_frames
 from tests.fixtures.tiny_cli import tiny_cli_args
 
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torchvision.ops import masks_to_boxes as torchvision_masks_to_boxes
 
 from glamm.model import GLaMM, glamm_encode, masks_to_boxes
-from models.language_model import load_tokenizer_folder
+from models.grove.language_model import load_tokenizer_folder
 from tests.fixtures.official_glamm_state import save_loud_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,8 +160,8 @@ def test_glamm_tokenization_puts_p_end_right_before_seg(llama):
 
 
 def test_glamm_prompt_and_query_positions_on_the_real_vocabulary(llama):
-    from models.configs import LanguageModelConfig
-    from models.language_model import GroveLanguageModel
+    from models.grove.configuration import LanguageModelConfig
+    from models.grove.language_model import GroveLanguageModel
 
     text = "A chat between a curious human and an artificial intelligence assistant. USER: The <im_start>"
     assert glamm_encode(llama, text)[-2:] == [llama.convert_tokens_to_ids("▁The"), 32000]  # no space piece

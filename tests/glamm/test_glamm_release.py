@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from glamm.model import GCG_QUESTION, GLaMM, llm_config_from_folder
-from models.configs import LanguageModelConfig
+from models.grove.configuration import LanguageModelConfig
 from tests.fixtures.llama_vocabulary import llama_tokenizer_root
 from tests.fixtures.official_glamm_state import save_glamm_folder
 
@@ -85,7 +85,7 @@ def released_prompt_ids(sp, added: dict[str, int], question: str, image_tokens: 
 
 def test_gcg_prompt_ids_on_the_real_vocabulary():
     spm = pytest.importorskip("sentencepiece")
-    from models.language_model import load_tokenizer_folder
+    from models.grove.language_model import load_tokenizer_folder
 
     folder = llama_tokenizer_root() / "glamm"
     llama = load_tokenizer_folder(folder)

@@ -16,7 +16,7 @@ import torch
 
 from glamm.check import check_glamm, glamm_target
 from glamm.checkpoint import GLAMM_LAYOUT
-from models.grove_checkpoint import convert_official
+from models.grove.convert_official import convert_official
 from tests.fixtures.official_glamm_state import glamm_key_list, glamm_state_dict, save_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,9 +9,8 @@ from tests.judge.judge_fixtures import TINY
 
 
 def test_score_callback_reads_grove_outputs_and_denormalises_frames():
-    from core.image_preprocessing import CLIP_MEAN, CLIP_STD
-
     from judge.application.callback import VCInspectorScore
+    from models.grove.image_processing import CLIP_MEAN, CLIP_STD
 
     cb = VCInspectorScore(judge={"tiny": TINY, "max_pixels": 56 * 56, "min_pixels": 28 * 28})
     pixels = np.random.default_rng(0).integers(0, 256, (2, 5, 32, 32, 3)).astype(np.uint8)

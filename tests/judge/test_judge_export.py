@@ -69,7 +69,7 @@ def _same_weights(judge, state) -> bool:
 
 @pytest.fixture(scope="module")
 def exported(trained):
-    from scripts.export_model import export
+    from command_line.model_export import export
 
     with moved_away(trained["towers"]):
         return export([trained["config"]], str(trained["ckpt"]), str(trained["tmp"] / "exported"))

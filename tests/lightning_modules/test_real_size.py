@@ -13,9 +13,9 @@ import torch
 import torch._subclasses.fake_tensor as fake_tensor_module
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
-from models.configs import read_stacked_yaml
+from lightning_modules.memory_estimator import ParameterSummary, Workload, activation_values, build_meta_module
+from models.grove.configuration import read_stacked_yaml
 from tests.fixtures.paths import ROOT
-from tools.memory_estimator import ParameterSummary, Workload, activation_values, build_meta_module
 
 OFFICIAL = ROOT / "configs" / "official" / "grove.yaml"
 KEYS_REAL = ROOT / "tests" / "fixtures" / "official_grove" / "keys_real.json"
@@ -204,8 +204,8 @@ def test_memory_estimator_script_prints_the_table(capsys):
 def _tiny_language_model(seed: int = 0, **overrides):
     from dataclasses import replace
 
-    from models.configs import tiny_configs
-    from models.language_model import GroveLanguageModel
+    from models.grove.configuration import tiny_configs
+    from models.grove.language_model import GroveLanguageModel
 
     torch.manual_seed(seed)
     return GroveLanguageModel(replace(tiny_configs()["language_model"], **overrides))

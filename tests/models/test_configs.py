@@ -1,4 +1,4 @@
-"""models.configs reads stacked configs the way the command line does: for every stack of the
+"""models.grove.configuration reads stacked configs the way the command line does: for every stack of the
 project's configs, the four part configs it builds equal the ones the command line's parser
 (:class:`core.config_loader.ConfigLoader`, jsonargparse over GroveModule's signature) gives."""
 import core  # noqa: F401
@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 import pytest
 
-from models.configs import PART_CONFIGS, model_configs_from_yaml
+from models.grove.configuration import PART_CONFIGS, model_configs_from_yaml
 from tests.fixtures.paths import ROOT
 
 CONFIGS = ROOT / "configs"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.cotracker3 import CoTracker3Config, CoTracker3Offline, CoTracker3Predictor, fourier_features
-from models.cotracker3_checkpoint import check_cotracker3, config_from_state, load_cotracker3
+from models.cotracker3.convert_official import check_cotracker3, config_from_state, load_cotracker3
+from models.cotracker3.modeling import CoTracker3Config, CoTracker3Offline, CoTracker3Predictor, fourier_features
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = CoTracker3Config(window_len=6, hidden_size=16, num_heads=2, time_depth=2, space_depth=1, num_virtual_tracks=3,

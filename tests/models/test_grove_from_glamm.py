@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.configs import model_configs_from_yaml
-from models.grounding_video_encoder import interpolate_pos_embed, resize_rel_pos
 from models.grove import Grove
-from models.grove_checkpoint import init_grove_from_glamm, init_table
+from models.grove.configuration import model_configs_from_yaml
+from models.grove.convert_official import init_grove_from_glamm, init_table
+from models.grove.grounding_video_encoder import interpolate_pos_embed, resize_rel_pos
 from tests.fixtures.official_glamm_state import FIXTURES, save_glamm_folder
 
 ROOT = Path(__file__).resolve().parents[2]

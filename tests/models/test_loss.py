@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.loss import GroveLoss
+from models.grove.loss import GroveLoss
 
 
 def _cxcywh(*xyxy):

@@ -7,13 +7,19 @@ import pytest
 import torch
 from torch import nn
 
-from models.adapters import SpatioTemporalAdapter
-from models.box_decoder import BoxDecoder
-from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, paper_configs, tiny_configs
-from models.global_video_encoder import GlobalVideoEncoder
-from models.grounding_video_encoder import GroundingVideoEncoder, interpolate_pos_embed, sincos_pos_embed
 from models.grove import PAPER_TRAINABLE, PARAMETER_GROUPS, Grove, build_on_meta, gather_det_hidden
-from models.language_model import GroveLanguageModel
+from models.grove.adapters import SpatioTemporalAdapter
+from models.grove.box_decoder import BoxDecoder
+from models.grove.configuration import (
+    DecoderConfig,
+    GlobalEncoderConfig,
+    GroundingEncoderConfig,
+    paper_configs,
+    tiny_configs,
+)
+from models.grove.global_video_encoder import GlobalVideoEncoder
+from models.grove.grounding_video_encoder import GroundingVideoEncoder, interpolate_pos_embed, sincos_pos_embed
+from models.grove.language_model import GroveLanguageModel
 from models.tiny_tokenizer import build_tiny_tokenizer
 
 TINY_SAM = {"embed_dim": 32, "depth": 4, "num_heads": 2, "global_attn_indexes": [1, 3], "patch_size": 16,
@@ -321,7 +327,7 @@ def tiny_lm(tiny_tokenizer):
 
 
 def _prompter(lm, n=4):
-    from models.prompting import GroundedCaptionPrompter
+    from models.grove.prompting import GroundedCaptionPrompter
 
     return GroundedCaptionPrompter(lm.tokenizer, n)
 

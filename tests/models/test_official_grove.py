@@ -17,13 +17,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.configs import model_configs_from_yaml
-from models.global_video_encoder import GlobalVideoEncoder
-from models.grounding_video_encoder import GroundingVideoEncoder, resize_position_tables, resize_rel_pos
 from models.grove import Grove
-from models.grove_checkpoint import check_official, convert_official
-from models.inference import official_windows
-from models.prompting import OFFICIAL_ADDED_TOKENS, OFFICIAL_VIDEO_INDEX, format_target
+from models.grove.configuration import model_configs_from_yaml
+from models.grove.convert_official import check_official, convert_official
+from models.grove.global_video_encoder import GlobalVideoEncoder
+from models.grove.grounding_video_encoder import GroundingVideoEncoder, resize_position_tables, resize_rel_pos
+from models.grove.prompting import OFFICIAL_ADDED_TOKENS, OFFICIAL_VIDEO_INDEX, format_target
+from models.grove.windows import official_windows
 from tests.fixtures.official_grove_state import official_state_dict, save_official
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -274,9 +274,9 @@ def test_short_clips_caption_from_the_middle_frame():
 
 
 def test_clip_preprocessing_matches_clip_image_processor():
-    from core.image_preprocessing import preprocess_global
-
     from transformers import CLIPImageProcessorPil
+
+    from models.grove.image_processing import preprocess_global
 
     processor = CLIPImageProcessorPil(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336})
     rng = np.random.default_rng(0)

@@ -1,7 +1,7 @@
 """The released GROVE's token ids from any LLaMA tokenizer folder, on the real LLaMA vocabulary.
 
-Expected ids come from :mod:`models.official_tokenization` (the released code's rules applied
-with SentencePiece itself); the project loads each folder with ``models.language_model``. Skipped,
+Expected ids come from :mod:`models.grove.official_tokenization` (the released code's rules applied
+with SentencePiece itself); the project loads each folder with ``models.grove.language_model``. Skipped,
 saying why, where the vocabulary (``../shared/llama_tokenizer`` or $GROVE_LLAMA_TOKENIZER_DIR) is absent.
 """
 from __future__ import annotations
@@ -13,10 +13,10 @@ import shutil
 import pytest
 import torch
 
-from models.configs import LanguageModelConfig
-from models.language_model import load_tokenizer, load_tokenizer_folder, query_mask
-from models.official_tokenization import OfficialRules, random_caption
-from models.prompting import (
+from models.grove.configuration import LanguageModelConfig
+from models.grove.language_model import load_tokenizer, load_tokenizer_folder, query_mask
+from models.grove.official_tokenization import OfficialRules, random_caption
+from models.grove.prompting import (
     OFFICIAL_QUESTIONS,
     GroundedCaptionPrompter,
     add_grove_tokens,

@@ -12,8 +12,8 @@ import shutil
 import pytest
 import torch
 
-from models.configs import tiny_configs
 from models.grove import Grove
+from models.grove.configuration import tiny_configs
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def test_a_hub_id_loads_from_the_local_cache_offline(model, tmp_path, monkeypatc
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     repo_id = _hub_cache(model, tmp_path / "cache")
     _same_outputs(model, Grove.from_pretrained(repo_id, cache_dir=tmp_path / "cache"))
-    from tools.grove_processor import GroveProcessor
+    from models.grove.processing import GroveProcessor
 
     assert GroveProcessor.from_pretrained(repo_id, cache_dir=tmp_path / "cache").preprocessing["num_frames"] == 4
 
@@ -145,8 +145,8 @@ def test_a_folder_of_another_model_type_is_refused(model, tmp_path):
 
 @pytest.mark.slow
 def test_the_api_s_instruction_threshold_and_embeddings_arguments(model, tiny_synthetic_root, monkeypatch):
+    from models.grove.processing import GroveProcessor
     from tests.webdemo.fixed_caption_server import FIXED_CAPTION
-    from tools.grove_processor import GroveProcessor
 
     asked = []
 

@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from models.prompting import (
+from models.grove.prompting import (
     DEFAULT_QUESTIONS,
     DET_TOKEN,
     IGNORE_INDEX,

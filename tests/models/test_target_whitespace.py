@@ -1,5 +1,5 @@
 """GROVE's training targets keep the caption's whitespace runs, as the released datasets build them;
-checked on the real LLaMA vocabulary against the released rules (models.official_tokenization)."""
+checked on the real LLaMA vocabulary against the released rules (models.grove.official_tokenization)."""
 from __future__ import annotations
 
 import random
@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from models.configs import LanguageModelConfig
-from models.language_model import load_tokenizer
-from models.official_tokenization import WORDS, OfficialRules
-from models.prompting import OFFICIAL_QUESTIONS, GroundedCaptionPrompter, add_grove_tokens, format_target
+from models.grove.configuration import LanguageModelConfig
+from models.grove.language_model import load_tokenizer
+from models.grove.official_tokenization import WORDS, OfficialRules
+from models.grove.prompting import OFFICIAL_QUESTIONS, GroundedCaptionPrompter, add_grove_tokens, format_target
 from tests.fixtures.llama_vocabulary import llama_tokenizer_root
 
 NUM_CAPTIONS = 200

@@ -69,7 +69,7 @@ def test_config_json_that_is_not_json_is_named(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("sentencepiece") is None, reason="needs sentencepiece")
 def test_a_corrupt_tokenizer_model_is_named_not_blamed_on_tiktoken(tmp_path):
-    from models.language_model import load_tokenizer_folder
+    from models.grove.language_model import load_tokenizer_folder
 
     folder = tmp_path / "tok"
     folder.mkdir()

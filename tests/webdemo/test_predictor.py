@@ -4,24 +4,12 @@ import threading
 
 import numpy as np
 import pytest
-import torch
 
-from lightning_modules.grove_module import GroveModule
 from models.grove import Grove
 from tests.webdemo.fixed_caption_server import fixed_generate_captions
 from tests.webdemo.tiny_model import DEMO_CONFIG, TINY_MODEL_ARGS, predict_with_cli
 from webdemo.predictor import DemoPredictor
 from webdemo.workspace import Workspace
-
-
-def test_objectness_by_clip_keeps_real_frames_and_the_clips_own_phrases():
-    scores = torch.arange(2 * 3 * 3, dtype=torch.float32).reshape(2, 3, 3) / 100
-    batch = {"keys": ["a_0", "b_0"], "frame_mask": torch.tensor([[True, True, False], [True, True, True]]),
-             "frame_indices": torch.tensor([[0, 5, 0], [3, 9, 15]])}
-    out = GroveModule.objectness_by_clip(batch, [["x", "y"], ["z"]], scores)
-    assert out["a_0"]["frames"] == [0, 5] and out["b_0"]["frames"] == [3, 9, 15]
-    np.testing.assert_allclose(out["a_0"]["scores"], scores[0, :2, :2].numpy())
-    np.testing.assert_allclose(out["b_0"]["scores"], scores[1, :, :1].numpy())
 
 
 @pytest.fixture(scope="module")

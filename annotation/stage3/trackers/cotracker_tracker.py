@@ -42,8 +42,8 @@ class CoTrackerBoxTracker:
     @property
     def predictor(self):
         if self._predictor is None:
-            from models.cotracker3 import CoTracker3Config, CoTracker3Offline, CoTracker3Predictor
-            from models.cotracker3_checkpoint import load_cotracker3
+            from models.cotracker3.convert_official import load_cotracker3
+            from models.cotracker3.modeling import CoTracker3Config, CoTracker3Offline, CoTracker3Predictor
 
             options = dict(self.model_config)
             known = set(CoTracker3Config.__dataclass_fields__)

@@ -32,7 +32,7 @@ from typing import Callable, Mapping
 import torch
 from torch import Tensor
 
-from models.global_video_encoder import hf_clip_vision_name
+from models.grove.global_video_encoder import hf_clip_vision_name
 
 CLIP = "model.vision_tower.vision_tower.vision_model."
 SAM = "model.grounding_encoder."
@@ -101,8 +101,8 @@ def mean_resized_rows(rows: Tensor, num_rows: int) -> Tensor:
 
 def resize_sam_table(key: str, value: Tensor, shape: tuple[int, ...]) -> Tensor | None:
     """A SAM position table resized to ``shape`` with the rule used for SAM checkpoints
-    (:func:`models.grounding_video_encoder.resize_position_tables`); None for other keys."""
-    from models.grounding_video_encoder import interpolate_pos_embed, resize_rel_pos
+    (:func:`models.grove.grounding_video_encoder.resize_position_tables`); None for other keys."""
+    from models.grove.grounding_video_encoder import interpolate_pos_embed, resize_rel_pos
 
     if key.endswith("grounding_encoder.backbone.pos_embed") and value.dim() == 4 and len(shape) == 4:
         return interpolate_pos_embed(value, tuple(shape[1:3]))
@@ -320,10 +320,10 @@ def target_model(config_paths: list[str | Path],
     """
     from dataclasses import replace
 
-    from models.configs import model_configs_from_yaml
+    from models.grove.configuration import model_configs_from_yaml
 
     if build is None:
-        from models.grove import build_on_meta as build
+        from models.grove.modeling import build_on_meta as build
     configs = model_configs_from_yaml(list(config_paths))
     notes = []
     lm = configs["language_model"]

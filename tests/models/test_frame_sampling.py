@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from datamodules.epoch_sampler import EpochIndexSampler
-from datamodules.sampling import centre_frames, sample_rng, sample_segment_frames, segment_bounds
+from models.grove.frame_sampling import centre_frames, sample_rng, sample_segment_frames, segment_bounds
 
 
 @pytest.mark.parametrize("n", [1, 3, 7, 8, 9, 40, 41, 163])

@@ -17,7 +17,7 @@ with the SentencePiece model itself:
   piece of each run losing one leading ``▁``, empty runs dropped, and the runs and added tokens
   joined with single spaces.
 
-An independent reference, not used to tokenise: the project's own loader (``models.language_model``)
+An independent reference, not used to tokenise: the project's own loader (``models.grove.language_model``)
 must reproduce these ids (``tests/models/test_official_tokenization.py``), and
 ``bench/bench_tokenizer_fidelity.py`` measures how often it does per tokenizer folder layout.
 """

@@ -46,8 +46,8 @@ def build_meta_module(config: dict, layers: int | None = None, device: str = "me
     random weights (the CPU benchmark's setup).
     """
     from lightning_modules.grove_module import GroveModule
-    from models.configs import part_configs
-    from models.grove_checkpoint import RELEASED_VOCAB_SIZES
+    from models.grove.configuration import part_configs
+    from models.grove.convert_official import RELEASED_VOCAB_SIZES
 
     model = config.get("model") or {}
     if model.get("class_path", "lightning_modules.grove_module.GroveModule").rsplit(".", 1)[-1] != "GroveModule":

@@ -1,9 +1,16 @@
 """Frame preprocessing for the two encoders."""
-from core.image_preprocessing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
-
 import numpy as np
 import pytest
 import torch
+
+from models.grove.image_processing import (
+    CLIP_MEAN,
+    CLIP_STD,
+    SAM_MEAN,
+    SAM_STD,
+    preprocess_global,
+    preprocess_grounding,
+)
 
 
 def _frames(h, w, value=(200, 100, 50)):
@@ -40,7 +47,7 @@ def test_center_crop_keeps_the_middle():
 @pytest.mark.parametrize("seed", range(4))
 def test_chunked_conversion_gives_the_whole_clip_values_bit_for_bit(seed, monkeypatch):
     """Frames are converted to float and resized a few at a time; the values equal converting the clip at once."""
-    import core.image_preprocessing as module
+    import models.grove.image_processing as module
 
     rng = np.random.default_rng(seed)
     n, h, w = int(rng.integers(1, 30)), int(rng.integers(20, 200)), int(rng.integers(20, 200))

@@ -3,11 +3,19 @@ compared in grey levels on random frames of random sizes (up- and down-scaling).
 from __future__ import annotations
 
 import core  # noqa: F401  (torchvision compatibility before transformers / segment_anything import it)
-from core.image_preprocessing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD, preprocess_global, preprocess_grounding
 
 import numpy as np
 import pytest
 import torch
+
+from models.grove.image_processing import (
+    CLIP_MEAN,
+    CLIP_STD,
+    SAM_MEAN,
+    SAM_STD,
+    preprocess_global,
+    preprocess_grounding,
+)
 
 
 def _random_frames(seed: int, count: int = 6):

@@ -21,9 +21,9 @@ from open_clip.model import _build_vision_tower
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from models.adapters import SpatioTemporalAdapter
-from models.configs import GlobalEncoderConfig, load_weights, require_path
-from models.heads import VisionLanguageProjector
+from models.grove.adapters import SpatioTemporalAdapter
+from models.grove.configuration import GlobalEncoderConfig, load_weights, require_path
+from models.grove.heads import VisionLanguageProjector
 
 CHECKPOINT_KEY = "model.global_encoder.checkpoint"
 _FOLDER_WEIGHT_FILES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin", "model.safetensors",

@@ -18,6 +18,8 @@ import re
 import torch
 from torch import Tensor
 
+from formats.records import PHRASE_TAG, TAG
+
 DET_TOKEN = "[DET]"
 PHRASE_START = "<p>"
 PHRASE_END = "</p>"
@@ -81,9 +83,6 @@ CHAT_TEMPLATES = {
     "plain": "USER: {user} ASSISTANT:",
 }
 
-_PHRASE = re.compile(r"<p>\s*(.*?)\s*</p>", re.DOTALL)
-_TAG = re.compile(r"(<p>|</p>)")
-_CLOSE_DET = re.compile(r"</p>\s*\[DET\]")
 
 
 def add_grove_tokens(tokenizer, style: str = "compact") -> list[str]:
@@ -134,7 +133,7 @@ def format_target(tagged_caption: str) -> str:
     """
     text = _STRAY_DET.sub(" ", _DET_AFTER_PHRASE.sub(PHRASE_END, tagged_caption))
     # A function replacement: phrase text is inserted verbatim, whatever characters it holds.
-    text = _PHRASE.sub(lambda m: f"{PHRASE_START} {m.group(1)} {PHRASE_END} {DET_TOKEN}", text)
+    text = PHRASE_TAG.sub(lambda m: f"{PHRASE_START} {m.group(1)} {PHRASE_END} {DET_TOKEN}", text)
     return text.strip()
 
 
@@ -170,7 +169,7 @@ def parse_tagged_text(text: str, drop: tuple[str, ...] = ()) -> tuple[str, str, 
     """
     # The format's own "</p> [DET]" separator goes with the tag, so that text written right after
     # it ("[DET])") stays attached to the phrase and re-formats to the same tokens.
-    text = _CLOSE_DET.sub(PHRASE_END, text)
+    text = _DET_AFTER_PHRASE.sub(PHRASE_END, text)
     for token in (*drop, DET_TOKEN, VIDEO_TOKEN):
         if token:
             text = text.replace(token, " ")
@@ -190,7 +189,7 @@ def parse_tagged_text(text: str, drop: tuple[str, ...] = ()) -> tuple[str, str, 
             plain_parts.append(phrase)
         return bool(phrase)
 
-    for piece in _TAG.split(text):
+    for piece in TAG.split(text):
         if piece == PHRASE_START:
             if inside:
                 closed = close()

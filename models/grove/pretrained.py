@@ -88,7 +88,7 @@ def model_card(config: dict) -> str:
     else:
         lines.append("Not known for this export.")
     lines += ["", "## Use", "", "```python", "from models.grove import Grove",
-              "from tools.grove_processor import GroveProcessor", "",
+              "from models.grove.processing import GroveProcessor", "",
               "model = Grove.from_pretrained(FOLDER_OR_REPO_ID)",
               "processor = GroveProcessor.from_pretrained(FOLDER_OR_REPO_ID)",
               "out = processor.generate(model, 'video.mp4', token_embeddings=None, device='cpu')", "```", "",
@@ -116,7 +116,7 @@ def resolve_grove_folder(name_or_path, hub_kwargs: dict) -> Path:
 
 def load_grove(cls, folder: str | Path, map_location: str = "cpu"):
     """A GROVE rebuilt from an exported folder's config.json and loaded with its weights, in eval mode."""
-    from models.configs import part_configs
+    from models.grove.configuration import part_configs
 
     folder = Path(folder)
     config = read_config(folder, MODEL_TYPE)

@@ -1,6 +1,6 @@
 """The released CoTracker3 offline checkpoint (``scaled_offline.pth``) in this project's model.
 
-:class:`models.cotracker3.CoTracker3Offline` keeps the release's parameter names, so the mapping
+:class:`models.cotracker3.modeling.CoTracker3Offline` keeps the release's parameter names, so the mapping
 is the identity (a ``module.`` prefix from a data-parallel save is stripped); what the check
 adds is that every released key lands on a model tensor of the same shape and every model
 tensor is filled. The file is read with the project's safe loader (``weights_only``, no code
@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from models.cotracker3 import CoTracker3Config, CoTracker3Offline
-from models.grove_checkpoint import ConversionReport, OfficialLayout, convert_official
+from models.cotracker3.modeling import CoTracker3Config, CoTracker3Offline
+from models.grove.convert_official import ConversionReport, OfficialLayout, convert_official
 
 COTRACKER3_LAYOUT = OfficialLayout("CoTracker3", renames=((r"^module\.(.+)$", r"\1"), (r"^(.+)$", r"\1")),
                                    dropped={}, merge_output_tokens=False)

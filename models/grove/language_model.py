@@ -27,8 +27,8 @@ from transformers import (
     LlamaTokenizer,
 )
 
-from models.configs import LanguageModelConfig, require_path
-from models.prompting import DET_TOKEN, IGNORE_INDEX, OFFICIAL_VIDEO_INDEX, VIDEO_TOKEN, add_grove_tokens
+from models.grove.configuration import LanguageModelConfig, require_path
+from models.grove.prompting import DET_TOKEN, IGNORE_INDEX, OFFICIAL_VIDEO_INDEX, VIDEO_TOKEN, add_grove_tokens
 from models.tiny_tokenizer import VOCAB_SIZE as TINY_VOCAB_SIZE
 from models.tiny_tokenizer import build_tiny_tokenizer
 

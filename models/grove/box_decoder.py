@@ -20,7 +20,7 @@ from segment_anything.modeling import TwoWayTransformer
 from segment_anything.modeling.prompt_encoder import PositionEmbeddingRandom
 from torch import Tensor, nn
 
-from models.configs import DecoderConfig, load_weights, require_path
+from models.grove.configuration import DecoderConfig, load_weights, require_path
 
 CHECKPOINT_KEY = "model.decoder.checkpoint"
 SAM_NUM_OUTPUT_TOKENS = 5  # SAM's IoU token + 4 mask tokens

@@ -15,14 +15,14 @@ import torch
 from huggingface_hub import PyTorchModelHubMixin
 from torch import Tensor, nn
 
-from models.box_decoder import BoxDecoder
-from models.configs import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
-from models.global_video_encoder import GlobalVideoEncoder
-from models.grounding_video_encoder import GroundingVideoEncoder
-from models.heads import BoxHead, QueryProjector, TemporalObjectnessHead
-from models.inference import batch_windows
-from models.language_model import GroveLanguageModel
-from models.prompting import GroundedCaptionPrompter, format_target, official_answer_text
+from models.grove.box_decoder import BoxDecoder
+from models.grove.configuration import DecoderConfig, GlobalEncoderConfig, GroundingEncoderConfig, LanguageModelConfig
+from models.grove.global_video_encoder import GlobalVideoEncoder
+from models.grove.grounding_video_encoder import GroundingVideoEncoder
+from models.grove.heads import BoxHead, QueryProjector, TemporalObjectnessHead
+from models.grove.language_model import GroveLanguageModel
+from models.grove.prompting import GroundedCaptionPrompter, format_target, official_answer_text
+from models.grove.windows import batch_windows
 
 # How generated text becomes the ids that are grounded (Grove.predict).
 TEXT_PROTOCOLS = ("project", "official")
@@ -80,7 +80,7 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
     """The GROVE model built from its four configurations.
 
     ``save_pretrained`` / ``from_pretrained`` / ``push_to_hub`` (huggingface_hub's mixin) write and
-    read a self-contained folder (:mod:`models.pretrained_grove`): config.json, safetensors
+    read a self-contained folder (:mod:`models.grove.pretrained`): config.json, safetensors
     weights, the tokenizer, the preprocessing and inference settings and a model card.
     """
 
@@ -99,26 +99,26 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
         self.box_head = BoxHead(decoder.dim)
         self.objectness_head = TemporalObjectnessHead(decoder.dim) if decoder.use_objectness else None
         self._prompter: GroundedCaptionPrompter | None = None
-        # what an exported folder carries besides the architecture (models.pretrained_grove.SETTINGS)
+        # what an exported folder carries besides the architecture (models.grove.pretrained.SETTINGS)
         self.settings: dict = {}
 
     # -- exported folders (huggingface_hub's ModelHubMixin) ---------------------------------------
     def _save_pretrained(self, save_directory) -> None:
-        from models.pretrained_grove import save_grove
+        from models.grove.pretrained import save_grove
 
         save_grove(self, save_directory)
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, **kwargs) -> "Grove":
         """A GROVE from an exported folder or a hub repository id (local cache when offline)."""
-        from models.pretrained_grove import resolve_grove_folder
+        from models.grove.pretrained import resolve_grove_folder
 
         folder = resolve_grove_folder(pretrained_model_name_or_path, kwargs)
         return super().from_pretrained(str(folder), **kwargs)
 
     @classmethod
     def _from_pretrained(cls, *, model_id: str, map_location: str = "cpu", **_: object) -> "Grove":
-        from models.pretrained_grove import load_grove
+        from models.grove.pretrained import load_grove
 
         return load_grove(cls, model_id, map_location)
 
@@ -215,7 +215,7 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
                 clip (N annotated frames; clips shorter than N are padded, see ``frame_mask``).
             frame_mask: ``(B, N)`` True on real frames.
             window: frames the model sees at once (T).
-            window_mode: ``official``, ``interleaved`` or ``contiguous`` (see :mod:`models.inference`).
+            window_mode: ``official``, ``interleaved`` or ``contiguous`` (see :mod:`models.grove.windows`).
             caption_positions: ``(B, T)`` frames to caption from, for the non-official modes
                 (the official mode captions from its central window).
             captions: tagged captions to ground instead of generating (teacher forcing, VidSTG).

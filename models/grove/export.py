@@ -1,11 +1,13 @@
-"""What a trained GroveModule adds to its GROVE's exported folder: the prompt and inference settings it
-predicts with, its data module's preprocessing, and its own init arguments (so ``cli.py --ckpt_path
-DIR`` rebuilds it); see :mod:`models.pretrained_grove`."""
+"""A trained GroveModule as an exported folder: :func:`export_grove` writes its GROVE with what the
+module adds (:func:`grove_settings`: the prompt and inference settings it predicts with, its data
+module's preprocessing, and its own init arguments, so ``cli.py --ckpt_path DIR`` rebuilds it); the
+folder's layout is :mod:`models.grove.pretrained`. The module is read by its attributes only, so this
+needs no Lightning."""
 from __future__ import annotations
 
 import json
 
-from models.pretrained_grove import part_configs_of
+from models.grove.pretrained import part_configs_of
 
 # data-module settings that decide what the model sees (the processor's preprocessing config)
 PREPROCESSING_KEYS = ("num_frames", "global_image_size", "global_resize", "grounding_image_size", "grounding_resize",
@@ -44,3 +46,14 @@ def grove_settings(module, data_hparams: dict | None = None, card: dict | None =
                    "weights_prefix": "model."},
         "card": dict(card or {}),
     }
+
+
+def export_grove(module, out, data_hparams: dict | None = None, card: dict | None = None,
+                 max_shard_bytes: int | None = None):
+    """Write ``module.model`` (a GROVE) with :func:`grove_settings` as a self-contained folder at ``out``."""
+    model = module.model
+    model.settings = grove_settings(module, data_hparams, card)
+    if max_shard_bytes:
+        model.max_shard_bytes = max_shard_bytes
+    model.save_pretrained(out)
+    return model

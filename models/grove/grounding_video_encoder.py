@@ -19,8 +19,8 @@ from segment_anything.modeling import ImageEncoderViT
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from models.adapters import SpatioTemporalAdapter
-from models.configs import GroundingEncoderConfig, load_weights, require_path
+from models.grove.adapters import SpatioTemporalAdapter
+from models.grove.configuration import GroundingEncoderConfig, load_weights, require_path
 
 CHECKPOINT_KEY = "model.grounding_encoder.checkpoint"
 SAM_VARIANTS = {

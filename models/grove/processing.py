@@ -1,0 +1,184 @@
+"""The one path from a clip to predictions: :class:`GroveProcessor` and :func:`predict_clips`.
+
+Decoded frames and a clip record become model inputs (:meth:`GroveProcessor.sample`,
+:meth:`GroveProcessor.preprocess`: :mod:`models.grove.clip_processing`); :func:`predict_clips` runs
+GROVE on a batch of clips (:meth:`models.grove.modeling.Grove.predict`: its windows and text
+protocol) and turns the outputs into the predictions format (:mod:`models.grove.postprocessing`).
+``cli.py predict`` (``GroveModule.predict_step``), the web demo (through it), long-video mode
+(:meth:`GroveProcessor.sample` on streamed frames) and :meth:`GroveProcessor.generate` all go
+through these, so a clip gets the same predictions whichever way it comes in.
+
+:meth:`GroveProcessor.generate` is the official inference API (``grove_transformers.GroveProcessor.generate``).
+A user of the released package changes an import and a folder name::
+
+    from models.grove import Grove, GroveProcessor      # was: GroveForCausalLM
+
+    model = Grove.from_pretrained("exported/grove")     # an exported folder or a hub repository id
+    processor = GroveProcessor.from_pretrained("exported/grove")
+    out = processor.generate(model, "video.mp4", token_embeddings=None, device="cpu")
+
+``generate`` takes the released arguments and returns the released keys (``text``, ``text_tagged``,
+``phrases``, ``center_frame_indices``, ``frame_indices``, ``bboxes``, ``labels_per_frame``,
+``probs_temp_objectness``, ``original_size``), computed exactly as ``cli.py predict`` computes a
+clip: one decode of the clip's 5-fps grid, the same preprocessing, windows, text protocol, box
+conversion and threshold. The deliberate differences from the released package are listed in
+docs/official_grove.md ("The inference API").
+"""
+from __future__ import annotations
+
+from core.weights.pretrained_folder import CONFIG_FILE, PREPROCESSOR_FILE, resolve_folder
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from formats.records import GroundedRecord
+from formats.unannotated_records import video_clip_record as clip_record  # the one builder of unannotated clips
+from formats.video import open_video
+from models.grove.clip_processing import GroundedCollate, clip_sample, evaluation_positions
+from models.grove.postprocessing import format_clip_predictions, objectness_by_clip
+from models.grove.windows import batch_windows
+
+DEFAULT_PREPROCESSING = {"num_frames": 8, "global_image_size": 336, "global_resize": "squash",
+                         "grounding_image_size": 512, "grounding_resize": "float"}
+DEFAULT_INFERENCE = {"objectness_threshold": 0.5, "objectness_strict": False, "window_mode": "interleaved",
+                     "text_protocol": "project"}
+
+
+@torch.no_grad()
+def predict_clips(model, batch: dict[str, Any], objectness_threshold: float, objectness_strict: bool = False,
+                  window_mode: str = "interleaved", text_protocol: str = "project", max_new_tokens: int = 64,
+                  teacher_forced: bool = False, report_objectness: bool = False) -> dict[str, dict]:
+    """Run ``model`` (a :class:`models.grove.modeling.Grove`) on a batch of whole clips and format its predictions.
+
+    Returns ``{"predictions": {key: prediction-format dict}}``; with ``report_objectness``, also
+    ``"objectness"``: every phrase's objectness on every frame, whatever the threshold keeps
+    (:func:`models.grove.postprocessing.objectness_by_clip`). ``teacher_forced`` grounds the batch's
+    own tagged captions instead of generating (VidSTG). The batch's tensors must be on the model's device.
+    """
+    captions = list(batch["tagged_captions"]) if teacher_forced else None
+    out = model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"],
+                        window=batch["caption_positions"].shape[1], window_mode=window_mode,
+                        caption_positions=batch["caption_positions"], captions=captions,
+                        max_new_tokens=max_new_tokens, text_protocol=text_protocol)
+    result = {"predictions": format_clip_predictions(batch, out.tagged_captions, out.phrases, out.boxes, out.scores,
+                                                     out.captions, float(objectness_threshold),
+                                                     bool(objectness_strict), model.objectness_head is not None)}
+    if report_objectness:
+        result["objectness"] = objectness_by_clip(batch, out.phrases, out.scores)
+    return result
+
+
+class GroveProcessor:
+    """Preprocessing and inference settings of a GROVE, and ``generate`` (see the module docstring).
+
+    Args:
+        preprocessing: frames per window and image sizes / resize modes (preprocessor_config.json).
+        inference: objectness threshold and strictness, window mode, text protocol (config.json).
+        prompt: chat template and target text the model was trained with (config.json).
+    """
+
+    def __init__(self, preprocessing: dict | None = None, inference: dict | None = None, prompt: dict | None = None):
+        self.preprocessing = {**DEFAULT_PREPROCESSING, **{k: v for k, v in (preprocessing or {}).items()
+                                                          if k in DEFAULT_PREPROCESSING}}
+        self.inference = {**DEFAULT_INFERENCE, **(inference or {})}
+        self.prompt = dict(prompt or {})
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | Path, **hub_kwargs: Any) -> "GroveProcessor":
+        """The processor of an exported folder (or hub repository id, from the local cache when offline)."""
+        folder = resolve_folder(name_or_path, **hub_kwargs)
+        config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+        preprocessing = config.get("preprocessing") or {}
+        if (folder / PREPROCESSOR_FILE).is_file():
+            preprocessing = json.loads((folder / PREPROCESSOR_FILE).read_text(encoding="utf-8"))
+        return cls(preprocessing, config.get("inference"), config.get("prompt"))
+
+    # -- frames -> model inputs --------------------------------------------------------------------
+    def sample(self, frames: np.ndarray, record: GroundedRecord) -> dict[str, Any]:
+        """One clip's evaluation sample from its decoded frames: ``frames (N, H, W, 3)`` uint8 are the
+        record's N grid frames (``record.frame_indices``), all of which get predictions."""
+        p = self.preprocessing
+        positions, caption_positions = evaluation_positions(len(record.frame_indices), p["num_frames"])
+        return clip_sample(record, frames, positions, caption_positions, p["global_image_size"], p["global_resize"],
+                           p["grounding_image_size"], p["grounding_resize"])
+
+    def preprocess(self, frames: np.ndarray, record: GroundedRecord, prompter=None) -> dict[str, Any]:
+        """A batch of one clip (:meth:`sample`), its captions tokenised with ``prompter`` (the model's)."""
+        return GroundedCollate(prompter, train=False)([self.sample(frames, record)])
+
+    # -- model outputs -> predictions ----------------------------------------------------------------
+    def postprocess(self, batch: dict[str, Any], outputs, has_objectness: bool = True,
+                    threshold: float | None = None) -> dict[str, dict]:
+        """A :class:`models.grove.modeling.GrovePrediction` of ``batch`` -> prediction-format dicts, at this
+        processor's threshold (or ``threshold``)."""
+        threshold = self.inference["objectness_threshold"] if threshold is None else threshold
+        return format_clip_predictions(batch, outputs.tagged_captions, outputs.phrases, outputs.boxes, outputs.scores,
+                                       outputs.captions, float(threshold), bool(self.inference["objectness_strict"]),
+                                       has_objectness)
+
+    # -- the released API ----------------------------------------------------------------------------
+    @torch.no_grad()
+    def generate(self, model, video_path: str, token_embeddings: torch.Tensor | None = None, device="cpu",
+                 instruction: str | None = None, max_new_tokens: int = 64,
+                 temp_objectness_threshold: float | None = None, start_frame: int | None = None,
+                 end_frame: int | None = None, w: int | None = None, h: int | None = None,
+                 video_fps: float | None = None) -> dict[str, Any]:
+        """Caption ``video_path`` (frames ``start_frame .. end_frame``) and box its phrases on every frame.
+
+        ``model`` is a :class:`models.grove.modeling.Grove` already on ``device``. ``token_embeddings`` is accepted
+        for the released signature; the model's own embedding table is used (a tensor of another shape is
+        an error). ``temp_objectness_threshold`` defaults to the exported one; boxes and labels are kept
+        by the same threshold."""
+        if token_embeddings is not None:
+            table = model.language_model.get_input_embeddings().weight
+            if tuple(token_embeddings.shape) != tuple(table.shape):
+                raise ValueError(f"token_embeddings has shape {tuple(token_embeddings.shape)}, the model's embedding "
+                                 f"table {tuple(table.shape)}: pass None (the model's own table is used)")
+        record = clip_record(video_path, start_frame, end_frame, w, h, video_fps)
+        prompter = model.prompter
+        if instruction is not None:
+            prompter = model.make_prompter(questions=[instruction], sample_question=False,
+                                           template=prompter.template, target_text=prompter.target_text)
+        with open_video(Path("/"), record.video_fname) as video:
+            frames = video.read_frames(record.frame_indices.tolist())
+        batch = self.preprocess(frames, record, prompter)
+        inference = self.inference
+        threshold = (inference["objectness_threshold"] if temp_objectness_threshold is None
+                     else temp_objectness_threshold)
+        on_device = {**batch, **{k: batch[k].to(device) for k in ("global_frames", "grounding_frames", "frame_mask",
+                                                                 "caption_positions")}}
+        previous = model.prompter
+        model.prompter = prompter
+        try:
+            result = predict_clips(model, on_device, threshold, inference["objectness_strict"],
+                                   inference["window_mode"], inference["text_protocol"], max_new_tokens,
+                                   report_objectness=True)
+        finally:
+            model.prompter = previous
+        key = batch["keys"][0]
+        clip, probs = result["predictions"][key], result["objectness"][key]
+        kept = {f["frame"]: f for f in clip["frames"]}
+        frames = probs["frames"]
+        window = batch["caption_positions"].shape[1]
+        _, _, official_caption, _ = batch_windows(batch["frame_mask"].sum(dim=1), window, inference["window_mode"])
+        caption_at = official_caption if official_caption is not None else batch["caption_positions"]
+        frame_indices = batch["frame_indices"][0]
+        return {
+            "text": clip["caption"],
+            "text_tagged": " ".join(clip["tagged_caption"].replace("[DET]", " ").split()),
+            "phrases": clip["phrases"],
+            "center_frame_indices": [int(frame_indices[p]) for p in caption_at[0].tolist()],
+            "frame_indices": frames,
+            "bboxes": [torch.tensor(kept[f]["boxes"] if f in kept else [], dtype=torch.float32).reshape(-1, 4)
+                       for f in frames],
+            "labels_per_frame": [list(kept[f]["labels"]) if f in kept else [] for f in frames],
+            "probs_temp_objectness": [torch.tensor(row, dtype=torch.float32) for row in probs["scores"]],
+            "original_size": (record.width, record.height),
+        }
+
+
+__all__ = ["GroveProcessor", "clip_record", "predict_clips", "DEFAULT_PREPROCESSING", "DEFAULT_INFERENCE"]

@@ -30,10 +30,11 @@ import torch
 from bench_decoding import FPS, NUM_FRAMES, panning_clip
 from torch.utils.data import DataLoader
 
-from datamodules.grounded_dataset import OPEN_VIDEOS, GroundedClipDataset, GroundedCollate
+from datamodules.grounded_dataset import OPEN_VIDEOS, GroundedClipDataset
 from formats.frame_grids import annotation_grid
 from formats.records import GroundedRecord
 from formats.video import VideoWriter
+from models.grove.clip_processing import GroundedCollate
 from models.grove.frame_sampling import sample_segment_frames
 from models.grove.image_processing import preprocess_global, preprocess_grounding
 

@@ -32,7 +32,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -47,12 +47,12 @@ from formats.jsonl_rows import (  # noqa: F401 (the hub layout's names, one impo
     split_key,
 )
 from formats.keys_files import key_of_keys_line, line_error, read_keys_file, read_keys_lines  # noqa: F401
-from formats.mapped_index import MappedRecordIndex, staged_index
+from formats.mapped_index import MappedRecordIndex, current_index, file_identity, identity_changed, staged_index
 from formats.records import GroundedRecord, RecordError, read_jsonl_records  # noqa: F401
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 _CHUNK = 1 << 24  # bytes read at a time while scanning for newlines
 
 
@@ -89,13 +89,6 @@ def write_jsonl_records(records, path: str | Path, keys_companion: bool = False)
 
 
 # ---------------------------------------------------------------- the lazy index
-
-def _fingerprint(path: Path | None) -> dict[str, Any] | None:
-    if path is None:
-        return None
-    st = path.stat()
-    return {"path": str(path.resolve()), "mtime_ns": int(st.st_mtime_ns), "size": int(st.st_size)}
-
 
 def default_jsonl_index_dir(path: str | Path, restrict_to: str | Path | None = None) -> Path:
     """``<file>.index`` beside the file when its folder is writable, else under ``data/cache/record_index``."""
@@ -170,16 +163,8 @@ def _keys_of_rows(path: Path, starts: np.ndarray, lengths: np.ndarray, numbers: 
 
 
 def _index_meta(path: Path, keys_path: Path | None, restrict_to: Path | None) -> dict[str, Any]:
-    return {"version": INDEX_VERSION, "format": "hub-jsonl", "source": _fingerprint(path),
-            "keys": _fingerprint(keys_path), "restrict_to": _fingerprint(restrict_to)}
-
-
-def _current(index_dir: Path, meta: Mapping[str, Any]) -> bool:
-    try:
-        stored = json.loads((index_dir / "meta.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return all(stored.get(k) == v for k, v in meta.items())
+    return {"version": INDEX_VERSION, "format": "hub-jsonl", "source": file_identity(path),
+            "keys": file_identity(keys_path), "restrict_to": file_identity(restrict_to)}
 
 
 def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, keys: str | Path | None = None,
@@ -188,8 +173,9 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
 
     ``keys``: the ``_keys`` companion (default: found beside the file). ``restrict_to``: a keys
     file (pickle, JSON, one per line, e.g. ``train_keys_deduplicated.pkl``, or lines of a ``_keys``
-    companion) keeping only its clips. Written to a temporary folder and renamed into place: a
-    reader never sees half an index.
+    companion) keeping only its clips. Written to a temporary folder and published atomically
+    (:func:`formats.mapped_index.staged_index`): a reader never sees half an index, and processes
+    building it at the same moment all end with the same one.
     """
     path = Path(path)
     if not path.is_file():
@@ -202,7 +188,7 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
         raise FileNotFoundError(f"keys file {restrict_path} does not exist")
     index_dir = Path(index_dir) if index_dir is not None else default_jsonl_index_dir(path, restrict_path)
     meta = _index_meta(path, keys_path, restrict_path)
-    if not rebuild and _current(index_dir, meta):
+    if not rebuild and current_index(index_dir, meta) is not None:
         return index_dir
     began = time.perf_counter()
     starts, lengths, numbers = line_spans(path)
@@ -224,7 +210,8 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
         lines = numbers[row_keys == dup][:2].tolist()
         raise RecordError(f"{path}: clip key '{dup.decode()}' appears twice (lines {lines[0]} and {lines[1]}); "
                           "keys must be unique")
-    with staged_index(index_dir) as tmp:
+    identity = dict(meta)
+    with staged_index(index_dir, identity) as tmp:
         for name, array in (("starts", starts), ("lengths", lengths), ("lines", numbers), ("keys", row_keys),
                             ("order", order[known].astype(np.int64))):
             np.save(tmp / f"{name}.npy", array)
@@ -242,7 +229,7 @@ class JsonlRecords(MappedRecordIndex):
     """
 
     def __init__(self, index_dir: str | Path, clip_boxes: bool = True):
-        self.index_dir = Path(index_dir)
+        self.index_dir = Path(os.path.realpath(index_dir))  # this version, even if a newer one is published
         try:
             self.meta = json.loads((self.index_dir / "meta.json").read_text())
         except (OSError, ValueError) as err:
@@ -259,6 +246,12 @@ class JsonlRecords(MappedRecordIndex):
     def arrays(self) -> dict[str, np.ndarray]:
         """The memory-mapped index: ``starts``, ``lengths``, ``lines``, ``keys`` (file order), ``order``."""
         if self._arrays is None:
+            for what, path in (("file", self.source), ("keys file", self.keys_source)):
+                changed = identity_changed(self.meta.get("source" if what == "file" else "keys"), path) \
+                    if path is not None else None
+                if changed:
+                    raise RecordError(f"{path}: the {what} changed after it was indexed ({changed}; index "
+                                      f"{self.index_dir}); open it again to rebuild the index")
             self._arrays = {n: np.load(self.index_dir / f"{n}.npy", mmap_mode="r")
                             for n in ("starts", "lengths", "lines", "keys", "order")}
         return self._arrays

@@ -78,8 +78,14 @@ def read_metrics(path: str | None) -> dict:
     return {k: v for k, v in data.items() if isinstance(v, (int, float))}
 
 
+COMMAND = "scripts/export_model.py"
+
+
 def export(configs: list[str], ckpt_path: str, out: str, overrides: list[str] = (), metrics: str | None = None,
-           max_shard_bytes: int | None = None, name: str | None = None) -> Path:
+           max_shard_bytes: int | None = None, name: str | None = None, overwrite: bool = False) -> Path:
+    from core.output_folder import claim_output_folder, write_output_folder
+
+    claim_output_folder(out, COMMAND, overwrite)  # refused before the model is built
     module, datamodule = build_module(configs, ckpt_path, list(overrides))
     card = {"name": name, "training_data": training_data(datamodule), "test_metrics": read_metrics(metrics),
             "metrics_source": metrics, "config": configs, "checkpoint": str(ckpt_path)}
@@ -99,7 +105,7 @@ def export(configs: list[str], ckpt_path: str, out: str, overrides: list[str] = 
                          "(GroveModule or JudgeModule)")
     if max_shard_bytes:
         model.max_shard_bytes = max_shard_bytes
-    model.save_pretrained(out)
+    write_output_folder(out, COMMAND, model.save_pretrained, overwrite)
     return Path(out)
 
 
@@ -113,10 +119,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metrics", role="input", default=None, help="JSON of test metrics for the model card")
     parser.add_argument("--name", default=None, help="the model card's title")
     parser.add_argument("--max_shard_size", default=None, help="shard the weights above this size (e.g. 5GB)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write into a non-empty folder this command did not write (same-named files replaced)")
     args, overrides = parser.parse_known_args(argv)
-    out = export(args.config, args.ckpt_path, args.out, overrides, args.metrics,
-                 _parse_size(args.max_shard_size) if args.max_shard_size else None, args.name)
-    for path in sorted(out.iterdir()):
+    from core.folder_lock import FolderInUseError
+    from core.output_folder import OutputFolderError
+
+    try:
+        out = export(args.config, args.ckpt_path, args.out, overrides, args.metrics,
+                     _parse_size(args.max_shard_size) if args.max_shard_size else None, args.name, args.overwrite)
+    except (OutputFolderError, FolderInUseError) as err:
+        parser.error(str(err))
+    for path in sorted(p for p in out.iterdir() if not p.name.startswith(".")):
         print(f"{path.stat().st_size:>12,d}  {path}")
     return 0
 

@@ -1,12 +1,13 @@
 """Writes the predictions file (:mod:`formats.predictions`) into the run folder: one JSON per evaluation."""
 from __future__ import annotations
 
+from core.output_folder import hold_run_folder, output_file
+
 from contextlib import ExitStack
 from pathlib import Path
 
 import lightning as L
 
-from core.output_folder import hold_run_folder, output_file
 from formats.predictions import write_predictions
 
 

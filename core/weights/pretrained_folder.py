@@ -13,12 +13,12 @@ not fit the model the config builds (:func:`load_into`).
 """
 from __future__ import annotations
 
+from core.weights.dtypes import refuse_dtype_mismatch
+
 import json
 from pathlib import Path
 
 import torch
-
-from core.weights.dtypes import refuse_dtype_mismatch
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"

@@ -1,4 +1,6 @@
 """Two runs never share a run folder silently: the second is refused while the first writes."""
+from core.folder_lock import FolderInUseError
+
 import json
 import multiprocessing
 import time
@@ -8,7 +10,6 @@ import pytest
 import torch
 
 from callbacks.prediction_writer import PredictionWriter
-from core.folder_lock import FolderInUseError
 from longvideo.timeline_writer import LongVideoTimeline
 
 

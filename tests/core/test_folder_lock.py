@@ -1,4 +1,6 @@
 """One holder of an output folder at any time, a dead holder's lock free again, messages naming the holder."""
+from core.folder_lock import FolderInUseError, hold_file, hold_folder
+
 import json
 import multiprocessing
 import os
@@ -7,8 +9,6 @@ import sys
 import time
 
 import pytest
-
-from core.folder_lock import FolderInUseError, hold_file, hold_folder
 
 
 def _dead_pid() -> int:

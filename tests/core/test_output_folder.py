@@ -1,8 +1,4 @@
 """A command writes only into its own folder: foreign folders refused, links never followed out."""
-import json
-
-import pytest
-
 from core.output_folder import (
     MARKER_NAME,
     OutputFolderError,
@@ -10,6 +6,10 @@ from core.output_folder import (
     output_file,
     write_output_folder,
 )
+
+import json
+
+import pytest
 
 
 def _writer(files: dict):

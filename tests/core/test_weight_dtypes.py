@@ -1,9 +1,9 @@
 """A weight stored as another kind of number than the model's is refused, naming the key."""
-import pytest
-import torch
-
 from core.weights.dtypes import WeightDtypeError, refuse_dtype_mismatch
 from core.weights.pretrained_folder import load_into, load_weights, save_weights
+
+import pytest
+import torch
 
 
 def _model():

@@ -59,11 +59,14 @@ def _write_marker(folder: Path, command: str, files: list[str]) -> None:
                              "files": sorted(files)})
 
 
-def claim_output_folder(path: str | Path, command: str, overwrite: bool = False, option: str = "--out") -> Path:
+def claim_output_folder(path: str | Path, command: str, overwrite: bool = False, option: str = "--out",
+                        own_files: tuple[str, ...] = (), overwrite_option: str | None = "--overwrite") -> Path:
     """Make ``path`` this command's output folder (created when missing) or raise :class:`OutputFolderError`.
 
-    Accepted: a missing or empty folder, or one whose marker names ``command``; with ``overwrite``
-    any folder. Refused otherwise, naming the folder, what is in it and ``--overwrite``.
+    Accepted: a missing or empty folder, one whose marker names ``command``, or one holding one of
+    ``own_files`` (a file only this command writes, for folders written before the marker existed);
+    with ``overwrite`` any folder. Refused otherwise, naming the folder, what is in it and
+    ``overwrite_option`` (``None`` for a command without one).
     """
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
@@ -71,16 +74,17 @@ def claim_output_folder(path: str | Path, command: str, overwrite: bool = False,
     folder.mkdir(parents=True, exist_ok=True)
     marker = _read_marker(folder)
     others = sorted(entry.name for entry in folder.iterdir() if entry.name not in _OWN_NAMES)
+    hint = f", or pass {overwrite_option} to write into it" if overwrite_option else ""
     if not overwrite:
         if marker is not None and marker.get("command") != command:
             raise OutputFolderError(
                 f"{option} {folder} holds the output of another command ({marker.get('command')}); choose another "
-                f"folder, or pass --overwrite to write into it")
-        if marker is None and others:
+                f"folder{hint}")
+        if marker is None and others and not any((folder / name).is_file() for name in own_files):
             shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
             raise OutputFolderError(
                 f"{option} {folder} is not empty and was not written by {command} (it holds {shown}); choose a new "
-                f"or empty folder, or pass --overwrite to write into it (files of the same names are replaced)")
+                f"or empty folder{hint}" + (" (files of the same names are replaced)" if hint else ""))
     files = list(marker.get("files", [])) if marker is not None and marker.get("command") == command else []
     _write_marker(folder, command, files)
     return folder

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from core.folder_lock import hold_folder
-from core.output_folder import claim_output_folder
 from core.json_file import read_json
 from core.output_files import refuse_input_as_output, write_json_atomic
+from core.output_folder import claim_output_folder
 
 import json
 import logging

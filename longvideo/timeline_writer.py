@@ -161,8 +161,8 @@ class LongVideoTimeline(L.Callback):
             for video in document["videos"]:
                 if not video["segments"]:
                     continue
-                out = folder / self.subdir / safe_file_name(video["video_id"], ".mp4")
                 try:
+                    out = output_file(folder, Path(self.subdir) / safe_file_name(video["video_id"], ".mp4"))
                     self.videos_written.append(render_timeline_video(video, out, crf=self.crf))
                     lines.append(f"  entity-coloured video: {out}")
                 except Exception as err:  # the timeline stands without its video

@@ -12,6 +12,8 @@ is honoured while its process lives on this host.
 """
 from __future__ import annotations
 
+from core.output_paths import output_file
+
 import errno
 import fcntl
 import json
@@ -139,8 +141,11 @@ def hold_folder(folder: str | Path, command: str = "this run") -> Iterator[Path]
 
 @contextmanager
 def hold_file(path: str | Path, command: str = "this run") -> Iterator[Path]:
-    """Hold an output file that a run appends to (``.NAME.lock`` beside it), as :func:`hold_folder`."""
+    """Hold an output file that a run appends to (``.NAME.lock`` beside it), as :func:`hold_folder`.
+    A ``path`` that is a symbolic link is refused (:class:`core.output_paths.OutputFolderError`):
+    appending would write wherever it points."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    output_file(path.parent, path.name)
     with _hold(path.with_name(f".{path.name}.lock"), path, command) as lock:
         yield lock

@@ -17,6 +17,9 @@ carries its marker, never through a link out of that folder, and never two runs 
 """
 from __future__ import annotations
 
+from core.folder_lock import hold_folder
+from core.output_paths import OutputFolderError, output_file
+
 import json
 import os
 import secrets
@@ -32,10 +35,6 @@ __all__ = ["MARKER_NAME", "OutputFolderError", "claim_output_folder", "hold_run_
 
 MARKER_NAME = ".grove_output.json"
 _OWN_NAMES = {MARKER_NAME, ".lock"}
-
-
-class OutputFolderError(ValueError):
-    """A folder a command may not write into (foreign content, a link leaving it); the message says why."""
 
 
 def _read_marker(folder: Path) -> dict | None:
@@ -90,29 +89,6 @@ def claim_output_folder(path: str | Path, command: str, overwrite: bool = False,
     return folder
 
 
-def output_file(folder: str | Path, name: str | Path) -> Path:
-    """``folder / name``, refused (:class:`OutputFolderError`) when the file or a folder on its way
-    inside ``folder`` is a symbolic link or it lies outside ``folder``."""
-    folder = Path(folder)
-    relative = Path(name)
-    if relative.is_absolute() or ".." in relative.parts:
-        raise OutputFolderError(f"{folder}: {name} is not a path inside the output folder")
-    current = folder
-    for part in relative.parts:
-        current = current / part
-        if current.is_symlink():
-            raise OutputFolderError(
-                f"{current} is a symbolic link (to {os.readlink(current)}); a command writes only inside its "
-                f"output folder {folder} and never through a link: remove the link or choose another folder")
-    target = Path(os.path.realpath(folder / relative))
-    base = Path(os.path.realpath(folder))
-    if base != target and base not in target.parents:
-        raise OutputFolderError(f"{folder / relative} resolves to {target}, outside the output folder {folder}")
-    if target.is_dir():
-        raise OutputFolderError(f"{folder / relative} is a folder; cannot write a file there")
-    return folder / relative
-
-
 def write_output_folder(path: str | Path, command: str, write: Callable[[Path], Any], overwrite: bool = False,
                         option: str = "--out") -> list[Path]:
     """Claim ``path`` (:func:`claim_output_folder`), let ``write(staging)`` write the output into a
@@ -154,8 +130,6 @@ _held_lock = threading.Lock()
 def hold_run_folder(folder: str | Path, command: str) -> Iterator[Path]:
     """Hold ``folder`` for a run (:func:`core.folder_lock.hold_folder`), shared by every holder in
     this process: the callbacks of one run write side by side, a second run is refused."""
-    from core.folder_lock import hold_folder
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     key = os.path.realpath(folder)

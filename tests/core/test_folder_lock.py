@@ -90,3 +90,14 @@ def test_an_appended_file_is_held_beside_it(tmp_path):
             with hold_file(out):
                 pass
     assert not lock.exists()
+
+
+def test_an_appended_file_that_is_a_link_is_refused(tmp_path):
+    from core.output_folder import OutputFolderError
+
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text("")
+    (tmp_path / "scores.jsonl").symlink_to(elsewhere)
+    with pytest.raises(OutputFolderError, match=r"scores.jsonl is a symbolic link"):
+        with hold_file(tmp_path / "scores.jsonl"):
+            pass

@@ -169,7 +169,8 @@ def _index_meta(path: Path, keys_path: Path | None, restrict_to: Path | None) ->
 
 def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, keys: str | Path | None = None,
                       restrict_to: str | Path | None = None, rebuild: bool = False) -> Path:
-    """Index a hub JSONL file once (reused while the file, ``keys`` and ``restrict_to`` are unchanged).
+    """Index a hub JSONL file once (reused while the file, ``keys`` and ``restrict_to`` are
+    unchanged); returns the index's path, a link to its current version.
 
     ``keys``: the ``_keys`` companion (default: found beside the file). ``restrict_to``: a keys
     file (pickle, JSON, one per line, e.g. ``train_keys_deduplicated.pkl``, or lines of a ``_keys``
@@ -177,6 +178,12 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
     (:func:`formats.mapped_index.staged_index`): a reader never sees half an index, and processes
     building it at the same moment all end with the same one.
     """
+    return _build_jsonl_index(path, index_dir, keys, restrict_to, rebuild)[0]
+
+
+def _build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, keys: str | Path | None = None,
+                       restrict_to: str | Path | None = None, rebuild: bool = False) -> tuple[Path, Path]:
+    """:func:`build_jsonl_index`'s work: ``(index_dir, the version folder it points to)``."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"annotation path {path} does not exist")
@@ -188,8 +195,9 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
         raise FileNotFoundError(f"keys file {restrict_path} does not exist")
     index_dir = Path(index_dir) if index_dir is not None else default_jsonl_index_dir(path, restrict_path)
     meta = _index_meta(path, keys_path, restrict_path)
-    if not rebuild and current_index(index_dir, meta) is not None:
-        return index_dir
+    found = None if rebuild else current_index(index_dir, meta)
+    if found is not None:
+        return index_dir, found
     began = time.perf_counter()
     starts, lengths, numbers = line_spans(path)
     row_keys = _keys_of_rows(path, starts, lengths, numbers, keys_path)
@@ -218,7 +226,11 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
         meta = {**meta, "num_records": int(len(starts)), "build_seconds": round(time.perf_counter() - began, 3)}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     log.info("indexed %d rows of %s in %.1f s (%s)", meta["num_records"], path, meta["build_seconds"], index_dir)
-    return index_dir
+    found = current_index(index_dir, identity)
+    if found is None:
+        raise RecordError(f"{index_dir}: the index of {path} was built but is not there; is its folder shared "
+                          "with a process indexing another file?")
+    return index_dir, found
 
 
 class JsonlRecords(MappedRecordIndex):
@@ -312,4 +324,4 @@ class JsonlRecords(MappedRecordIndex):
 def open_jsonl_records(path: str | Path, index_dir: str | Path | None = None, keys: str | Path | None = None,
                        restrict_to: str | Path | None = None) -> JsonlRecords:
     """Index the file if needed and return its lazy records."""
-    return JsonlRecords(build_jsonl_index(path, index_dir, keys, restrict_to))
+    return JsonlRecords(_build_jsonl_index(path, index_dir, keys, restrict_to)[1])  # this version

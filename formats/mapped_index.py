@@ -96,7 +96,8 @@ def _version_prefix(index_dir: Path) -> str:
 
 def current_index(index_dir: str | Path, identity: Mapping[str, Any]) -> Path | None:
     """The version folder of ``index_dir`` whose ``meta.json`` carries ``identity`` (every key of it
-    equal), or ``None``: the published one first, then the one named by the identity's digest."""
+    equal), or ``None``: the published one first, then the one named by the identity's digest
+    (which ``index_dir`` is then made to point to, if it does not yet)."""
     index_dir = Path(index_dir)
     for candidate in (index_dir, index_dir.with_name(_version_prefix(index_dir) + _digest(identity))):
         try:
@@ -105,6 +106,8 @@ def current_index(index_dir: str | Path, identity: Mapping[str, Any]) -> Path | 
         except (OSError, ValueError):
             continue
         if isinstance(stored, dict) and all(stored.get(k) == v for k, v in identity.items()):
+            if candidate != index_dir and os.path.realpath(index_dir) != str(real):
+                _point(index_dir, real)  # built by a process that has not published it yet
             return real
     return None
 

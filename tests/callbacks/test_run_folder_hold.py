@@ -20,7 +20,7 @@ class _Tiny(L.LightningModule):
         self.layer = torch.nn.Linear(1, 1)
 
     def predict_step(self, batch, batch_idx):
-        time.sleep(0.2)  # long enough for the runs to overlap
+        time.sleep(0.5)  # long enough for the runs to overlap
         return {"predictions": {f"{self.tag}_{batch_idx}": {"caption": self.tag, "frames": []}}}
 
 

@@ -1,6 +1,9 @@
 """Writes the predictions file (:mod:`formats.predictions`) into the run folder: one JSON per evaluation."""
 from __future__ import annotations
 
+from core.output_folder import hold_run_folder, output_file
+
+from contextlib import ExitStack
 from pathlib import Path
 
 import lightning as L
@@ -15,6 +18,27 @@ def run_dir(trainer: L.Trainer) -> Path:
     return Path(trainer.default_root_dir)
 
 
+class RunFolderHold:
+    """Holds the run folder from ``setup`` to ``teardown`` of the stages a writer writes (rank 0;
+    the other ranks write files of their own names): a second run that picked the same folder
+    (an explicit ``output_dir``, or a logger version chosen at the same moment) is refused with
+    a message instead of both writing the same files. Writers in one process share the hold."""
+
+    def __init__(self):
+        self._stack: ExitStack | None = None
+
+    def take(self, trainer: L.Trainer, folder: Path, what: str) -> None:
+        if self._stack is None and trainer.global_rank == 0:
+            stack = ExitStack()
+            stack.enter_context(hold_run_folder(folder, what))
+            self._stack = stack
+
+    def release(self) -> None:
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            stack.close()
+
+
 class PredictionWriter(L.Callback):
     """Collects ``outputs["predictions"]`` of test/predict batches; writes ``predictions_<stage>.json``.
 
@@ -27,6 +51,26 @@ class PredictionWriter(L.Callback):
         self.stages = tuple(stages)
         self.buffer: dict[str, dict] = {}
         self.last_paths: dict[str, Path] = {}
+        self._hold = RunFolderHold()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_hold"] = RunFolderHold()  # a copy holds nothing
+        return state
+
+    def folder(self, trainer: L.Trainer) -> Path:
+        """Where the predictions go: ``output_dir``, else the run folder."""
+        return Path(self.output_dir) if self.output_dir else run_dir(trainer)
+
+    def setup(self, trainer, pl_module, stage):
+        if stage in self.stages:
+            self._hold.take(trainer, self.folder(trainer), f"cli.py {getattr(stage, 'value', stage)} (predictions)")
+
+    def teardown(self, trainer, pl_module, stage):
+        self._hold.release()
+
+    def on_exception(self, trainer, pl_module, exception):
+        self._hold.release()
 
     def _collect(self, outputs) -> None:
         if isinstance(outputs, dict) and outputs.get("predictions"):
@@ -36,9 +80,9 @@ class PredictionWriter(L.Callback):
         if stage not in self.stages:
             self.buffer = {}
             return
-        folder = Path(self.output_dir) if self.output_dir else run_dir(trainer)
         suffix = f".rank{trainer.global_rank}" if trainer.world_size > 1 else ""
-        path = write_predictions(dict(sorted(self.buffer.items())), folder / f"predictions_{stage}{suffix}.json")
+        path = write_predictions(dict(sorted(self.buffer.items())),
+                                 output_file(self.folder(trainer), f"predictions_{stage}{suffix}.json"))
         self.last_paths[stage] = path
         self.buffer = {}
 

@@ -2,7 +2,7 @@
 (``scripts/export_model.py``).
 
 The config's model class decides what is written: a GroveModule its GROVE
-(:func:`models.grove.export.export_grove`), a JudgeModule its VC-Inspector judge
+(:func:`models.grove.export.grove_settings`), a JudgeModule its VC-Inspector judge
 (:func:`judge.model.pretrained.judge_settings`). The module is built from the configs as ``cli.py`` builds
 it, with the checkpoint's weights and nothing it was initialised from read.
 """
@@ -59,25 +59,34 @@ def read_metrics(path: str | None) -> dict:
     return {k: v for k, v in data.items() if isinstance(v, (int, float))}
 
 
+COMMAND = "scripts/export_model.py"
+
+
 def export(configs: list[str], ckpt_path: str, out: str, overrides: list[str] = (), metrics: str | None = None,
-           max_shard_bytes: int | None = None, name: str | None = None) -> Path:
+           max_shard_bytes: int | None = None, name: str | None = None, overwrite: bool = False) -> Path:
+    """Export into ``out`` under the output-folder contract (:mod:`core.output_folder`): a foreign
+    non-empty folder is refused before the model is built, unless ``overwrite``."""
+    from core.output_folder import claim_output_folder, write_output_folder
+
+    claim_output_folder(out, COMMAND, overwrite)
     module, datamodule = build_module(configs, ckpt_path, list(overrides))
     card = {"name": name, "training_data": training_data(datamodule), "test_metrics": read_metrics(metrics),
             "metrics_source": metrics, "config": configs, "checkpoint": str(ckpt_path)}
     data_hp = dict(getattr(datamodule, "hparams", {}) or {})
     if type(module).__name__ == "GroveModule":
-        from models.grove.export import export_grove
+        from models.grove.export import grove_settings
 
-        export_grove(module, out, data_hp, card, max_shard_bytes)
+        model = module.model
+        model.settings = grove_settings(module, data_hp, card)
     elif type(module).__name__ == "JudgeModule":
         from judge.model.pretrained import judge_settings
 
         model = module.judge
         model.settings = judge_settings(module, data_hp, card)
-        if max_shard_bytes:
-            model.max_shard_bytes = max_shard_bytes
-        model.save_pretrained(out)
     else:
         raise ValueError(f"{', '.join(configs)}: model class {type(module).__name__} cannot be exported "
                          "(GroveModule or JudgeModule)")
+    if max_shard_bytes:
+        model.max_shard_bytes = max_shard_bytes
+    write_output_folder(out, COMMAND, model.save_pretrained, overwrite)
     return Path(out)

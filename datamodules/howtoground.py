@@ -41,7 +41,7 @@ import numpy as np
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
 from formats.hub_jsonl import build_jsonl_index, is_jsonl, open_jsonl_records
 from formats.keys_files import read_keys_file
-from formats.mapped_index import MappedRecordIndex, staged_index
+from formats.mapped_index import MappedRecordIndex, file_identity, staged_index
 from formats.records import REQUIRED_FIELDS, GroundedRecord, RecordError, read_records
 from formats.safe_pickle import safe_load, safe_loads
 
@@ -96,10 +96,10 @@ def merge_instances(record: GroundedRecord) -> GroundedRecord:
 
 # ---------------------------------------------------------------- the index
 
-def _fingerprint(path: Path) -> dict[str, int]:
-    """What tells a stale index: a folder's mtime changes when files are added or removed."""
-    st = path.stat()
-    return {"mtime_ns": int(st.st_mtime_ns), "size": 0 if path.is_dir() else int(st.st_size)}
+def _fingerprint(path: Path) -> dict[str, Any]:
+    """What tells a stale index (:func:`formats.mapped_index.file_identity`: inode, ctime and sampled
+    content besides size and mtime; a folder's mtime and ctime change when files are added or removed)."""
+    return file_identity(path)
 
 
 def default_index_dir(annotations: str | Path, keys_file: str | Path | None = None) -> Path:
@@ -230,7 +230,7 @@ def build_index(annotations: str | Path, index_dir: str | Path | None = None,
     if not rebuild and _index_is_current(index_dir, meta):
         return index_dir
     start = time.perf_counter()
-    with staged_index(index_dir) as tmp:
+    with staged_index(index_dir, dict(meta)) as tmp:  # the version named by what it indexes
         if annotations.is_dir():
             keys, codes = _folder_listing(annotations)
             if keys_path is not None:

@@ -32,7 +32,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -47,12 +47,12 @@ from formats.jsonl_rows import (  # noqa: F401 (the hub layout's names, one impo
     split_key,
 )
 from formats.keys_files import key_of_keys_line, line_error, read_keys_file, read_keys_lines  # noqa: F401
-from formats.mapped_index import MappedRecordIndex, staged_index
+from formats.mapped_index import MappedRecordIndex, current_index, file_identity, identity_changed, staged_index
 from formats.records import GroundedRecord, RecordError, read_jsonl_records  # noqa: F401
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 _CHUNK = 1 << 24  # bytes read at a time while scanning for newlines
 
 
@@ -89,13 +89,6 @@ def write_jsonl_records(records, path: str | Path, keys_companion: bool = False)
 
 
 # ---------------------------------------------------------------- the lazy index
-
-def _fingerprint(path: Path | None) -> dict[str, Any] | None:
-    if path is None:
-        return None
-    st = path.stat()
-    return {"path": str(path.resolve()), "mtime_ns": int(st.st_mtime_ns), "size": int(st.st_size)}
-
 
 def default_jsonl_index_dir(path: str | Path, restrict_to: str | Path | None = None) -> Path:
     """``<file>.index`` beside the file when its folder is writable, else under ``data/cache/record_index``."""
@@ -170,27 +163,27 @@ def _keys_of_rows(path: Path, starts: np.ndarray, lengths: np.ndarray, numbers: 
 
 
 def _index_meta(path: Path, keys_path: Path | None, restrict_to: Path | None) -> dict[str, Any]:
-    return {"version": INDEX_VERSION, "format": "hub-jsonl", "source": _fingerprint(path),
-            "keys": _fingerprint(keys_path), "restrict_to": _fingerprint(restrict_to)}
-
-
-def _current(index_dir: Path, meta: Mapping[str, Any]) -> bool:
-    try:
-        stored = json.loads((index_dir / "meta.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return all(stored.get(k) == v for k, v in meta.items())
+    return {"version": INDEX_VERSION, "format": "hub-jsonl", "source": file_identity(path),
+            "keys": file_identity(keys_path), "restrict_to": file_identity(restrict_to)}
 
 
 def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, keys: str | Path | None = None,
                       restrict_to: str | Path | None = None, rebuild: bool = False) -> Path:
-    """Index a hub JSONL file once (reused while the file, ``keys`` and ``restrict_to`` are unchanged).
+    """Index a hub JSONL file once (reused while the file, ``keys`` and ``restrict_to`` are
+    unchanged); returns the index's path, a link to its current version.
 
     ``keys``: the ``_keys`` companion (default: found beside the file). ``restrict_to``: a keys
     file (pickle, JSON, one per line, e.g. ``train_keys_deduplicated.pkl``, or lines of a ``_keys``
-    companion) keeping only its clips. Written to a temporary folder and renamed into place: a
-    reader never sees half an index.
+    companion) keeping only its clips. Written to a temporary folder and published atomically
+    (:func:`formats.mapped_index.staged_index`): a reader never sees half an index, and processes
+    building it at the same moment all end with the same one.
     """
+    return _build_jsonl_index(path, index_dir, keys, restrict_to, rebuild)[0]
+
+
+def _build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, keys: str | Path | None = None,
+                       restrict_to: str | Path | None = None, rebuild: bool = False) -> tuple[Path, Path]:
+    """:func:`build_jsonl_index`'s work: ``(index_dir, the version folder it points to)``."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"annotation path {path} does not exist")
@@ -202,8 +195,9 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
         raise FileNotFoundError(f"keys file {restrict_path} does not exist")
     index_dir = Path(index_dir) if index_dir is not None else default_jsonl_index_dir(path, restrict_path)
     meta = _index_meta(path, keys_path, restrict_path)
-    if not rebuild and _current(index_dir, meta):
-        return index_dir
+    found = None if rebuild else current_index(index_dir, meta)
+    if found is not None:
+        return index_dir, found
     began = time.perf_counter()
     starts, lengths, numbers = line_spans(path)
     row_keys = _keys_of_rows(path, starts, lengths, numbers, keys_path)
@@ -224,14 +218,19 @@ def build_jsonl_index(path: str | Path, index_dir: str | Path | None = None, key
         lines = numbers[row_keys == dup][:2].tolist()
         raise RecordError(f"{path}: clip key '{dup.decode()}' appears twice (lines {lines[0]} and {lines[1]}); "
                           "keys must be unique")
-    with staged_index(index_dir) as tmp:
+    identity = dict(meta)
+    with staged_index(index_dir, identity) as tmp:
         for name, array in (("starts", starts), ("lengths", lengths), ("lines", numbers), ("keys", row_keys),
                             ("order", order[known].astype(np.int64))):
             np.save(tmp / f"{name}.npy", array)
         meta = {**meta, "num_records": int(len(starts)), "build_seconds": round(time.perf_counter() - began, 3)}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     log.info("indexed %d rows of %s in %.1f s (%s)", meta["num_records"], path, meta["build_seconds"], index_dir)
-    return index_dir
+    found = current_index(index_dir, identity)
+    if found is None:
+        raise RecordError(f"{index_dir}: the index of {path} was built but is not there; is its folder shared "
+                          "with a process indexing another file?")
+    return index_dir, found
 
 
 class JsonlRecords(MappedRecordIndex):
@@ -242,7 +241,7 @@ class JsonlRecords(MappedRecordIndex):
     """
 
     def __init__(self, index_dir: str | Path, clip_boxes: bool = True):
-        self.index_dir = Path(index_dir)
+        self.index_dir = Path(os.path.realpath(index_dir))  # this version, even if a newer one is published
         try:
             self.meta = json.loads((self.index_dir / "meta.json").read_text())
         except (OSError, ValueError) as err:
@@ -259,6 +258,12 @@ class JsonlRecords(MappedRecordIndex):
     def arrays(self) -> dict[str, np.ndarray]:
         """The memory-mapped index: ``starts``, ``lengths``, ``lines``, ``keys`` (file order), ``order``."""
         if self._arrays is None:
+            for what, path in (("file", self.source), ("keys file", self.keys_source)):
+                changed = identity_changed(self.meta.get("source" if what == "file" else "keys"), path) \
+                    if path is not None else None
+                if changed:
+                    raise RecordError(f"{path}: the {what} changed after it was indexed ({changed}; index "
+                                      f"{self.index_dir}); open it again to rebuild the index")
             self._arrays = {n: np.load(self.index_dir / f"{n}.npy", mmap_mode="r")
                             for n in ("starts", "lengths", "lines", "keys", "order")}
         return self._arrays
@@ -319,4 +324,4 @@ class JsonlRecords(MappedRecordIndex):
 def open_jsonl_records(path: str | Path, index_dir: str | Path | None = None, keys: str | Path | None = None,
                        restrict_to: str | Path | None = None) -> JsonlRecords:
     """Index the file if needed and return its lazy records."""
-    return JsonlRecords(build_jsonl_index(path, index_dir, keys, restrict_to))
+    return JsonlRecords(_build_jsonl_index(path, index_dir, keys, restrict_to)[1])  # this version

@@ -18,6 +18,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from formats.predictions import iter_prediction_file
 from formats.records import GroundedRecord
 from longvideo.clip_records import records_from_truth
+from longvideo.scoring import check_truth_matches_video
 from metrics.evaluator.evaluation import evaluate_prediction_stream
 
 CAPTION_METRICS = ("BLEU-4", "METEOR", "ROUGE-L", "CIDEr")
@@ -49,6 +50,7 @@ def score_run_clips(truth: Mapping[str, Any], timeline: Mapping[str, Any], predi
                     timeline_source: str = "<timeline>") -> dict[str, Any]:
     """The evaluator's report (:func:`metrics.evaluator.evaluation.evaluate_prediction_stream`) of one video
     of a run: ``timeline`` is its entry in ``timeline.json``, ``predictions`` the run's file."""
+    check_truth_matches_video(truth, timeline, "the ground truth", timeline_source)
     records = {r.key: r for r in records_from_truth(truth, clip_seconds, video_id=str(timeline["video_id"]))}
     check_segments(timeline, records, timeline_source)
 

@@ -24,6 +24,36 @@ from longvideo.clip_records import truth_clips, video_stem
 METRIC_NAMES = ("HOTA", "DetA", "AssA", "IDF1", "MOTA", "IDSW")
 
 
+class TruthMismatchError(ValueError):
+    """A ground truth recorded for another video than the one a timeline describes."""
+
+
+def check_truth_matches_video(truth: Mapping[str, Any], video: Mapping[str, Any], truth_source: str = "--truth",
+                              video_source: str = "--timeline") -> None:
+    """Refuse a ground truth whose recorded video differs from the timeline's video (``video``:
+    its entry in ``timeline.json``): frame count (duration), frame size and frame rate must agree,
+    else the scores would compare boxes of one video with another's. The message names both values."""
+    fps_truth, fps_video = float(truth["fps"]), float(video["fps"])
+    differ = []
+    if abs(fps_truth - fps_video) > 1e-3 * max(fps_truth, fps_video, 1.0):
+        differ.append(f"frame rate {fps_truth:g} fps in the truth, {fps_video:g} fps in the timeline")
+    if int(truth["num_frames"]) != int(video["num_frames"]):
+        seconds = (f" ({int(truth['num_frames']) / fps_truth:.2f} s vs {int(video['num_frames']) / fps_video:.2f} s)"
+                   if fps_truth > 0 and fps_video > 0 else "")
+        differ.append(f"{int(truth['num_frames'])} frames in the truth, {int(video['num_frames'])} in the "
+                      f"timeline{seconds}")
+    size_truth = (int(truth["width"]), int(truth["height"]))
+    size_video = (int(video["width"]), int(video["height"]))
+    if size_truth != size_video:
+        differ.append(f"frame size {size_truth[0]}x{size_truth[1]} in the truth, {size_video[0]}x{size_video[1]} "
+                      "in the timeline")
+    if differ:
+        raise TruthMismatchError(
+            f"{truth_source} describes another video than {video_source}'s {video.get('video_id', '?')!r} "
+            f"({video.get('path', '?')}): {'; '.join(differ)}. The same file name does not make the same video: "
+            "give the truth written with this video")
+
+
 def entity_tracks(timeline: Mapping[str, Any]) -> dict[int, list[tuple[int, int, list[float]]]]:
     """Grid frame -> ``[(entity id, box)]`` from a timeline's entity tubes."""
     out: dict[int, list] = {}

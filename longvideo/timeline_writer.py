@@ -14,6 +14,7 @@ The per-clip ``predictions_predict.json`` is written as without this callback.
 from __future__ import annotations
 
 from core.output_files import write_json_atomic
+from core.output_folder import output_file
 
 from collections import defaultdict
 from pathlib import Path
@@ -23,7 +24,7 @@ import lightning as L
 import numpy as np
 import torch
 
-from callbacks.prediction_writer import run_dir
+from callbacks.prediction_writer import RunFolderHold, run_dir
 from formats.frame_grids import annotation_step
 from longvideo.appearance import phrase_appearance
 from longvideo.linking import LinkingWeights
@@ -60,7 +61,22 @@ class LongVideoTimeline(L.Callback):
         self.crf = crf
         self.path: Path | None = None
         self.videos_written: list[Path] = []
+        self._hold = RunFolderHold()
         self._reset()
+
+    def folder(self, trainer) -> Path:
+        """Where ``timeline.json`` goes: ``output_dir``, else the run folder."""
+        return Path(self.output_dir) if self.output_dir else run_dir(trainer)
+
+    def setup(self, trainer, pl_module, stage):
+        if stage == "predict":  # a second run into this folder is refused before it predicts anything
+            self._hold.take(trainer, self.folder(trainer), "cli.py predict (long-video timeline)")
+
+    def teardown(self, trainer, pl_module, stage):
+        self._hold.release()
+
+    def on_exception(self, trainer, pl_module, exception):
+        self._hold.release()
 
     def _reset(self) -> None:
         self.videos: dict[str, dict] = {}
@@ -130,8 +146,8 @@ class LongVideoTimeline(L.Callback):
         if not trainer.is_global_zero:
             return
         document = self.build()
-        folder = Path(self.output_dir) if self.output_dir else run_dir(trainer)
-        self.path = write_json_atomic(folder / "timeline.json", document, indent=None)
+        folder = self.folder(trainer)
+        self.path = write_json_atomic(output_file(folder, "timeline.json"), document, indent=None)
         lines = [f"Long-video timeline: {self.path} ({len(document['videos'])} video(s))"]
         for video in document["videos"]:
             lines.append(f"  {video['video_id']}: {len(video['segments'])} segment(s), "
@@ -146,8 +162,8 @@ class LongVideoTimeline(L.Callback):
             for video in document["videos"]:
                 if not video["segments"]:
                     continue
-                out = folder / self.subdir / safe_file_name(video["video_id"], ".mp4")
                 try:
+                    out = output_file(folder, Path(self.subdir) / safe_file_name(video["video_id"], ".mp4"))
                     self.videos_written.append(render_timeline_video(video, out, crf=self.crf))
                     lines.append(f"  entity-coloured video: {out}")
                 except Exception as err:  # the timeline stands without its video

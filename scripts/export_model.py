@@ -39,10 +39,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default=None, help="the model card's title")
     parser.add_argument("--max-shard-size", type=byte_size, default=None,
                         help="shard the weights above this size (e.g. 5GB)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write into a non-empty folder this command did not write (same-named files replaced)")
     args, overrides = parser.parse_known_args(argv)
-    out = export(args.config, args.ckpt_path, args.out, overrides, args.metrics,
-                 args.max_shard_size, args.name)
-    for path in sorted(out.iterdir()):
+    from core.folder_lock import FolderInUseError
+    from core.output_folder import OutputFolderError
+
+    try:
+        out = export(args.config, args.ckpt_path, args.out, overrides, args.metrics,
+                     args.max_shard_size, args.name, args.overwrite)
+    except (OutputFolderError, FolderInUseError) as err:
+        parser.error(str(err))
+    for path in sorted(p for p in out.iterdir() if not p.name.startswith(".")):
         print(f"{path.stat().st_size:>12,d}  {path}")
     return 0
 

@@ -26,7 +26,15 @@ from pathlib import Path
 from formats.frame_grids import annotation_step
 from longvideo.clip_scoring import CAPTION_METRICS, score_run_clips
 from longvideo.linking import LinkingWeights
-from longvideo.scoring import METRIC_NAMES, clips_from_truth, entity_tracks, identity_scores, per_clip_tracks
+from longvideo.scoring import (
+    METRIC_NAMES,
+    TruthMismatchError,
+    check_truth_matches_video,
+    clips_from_truth,
+    entity_tracks,
+    identity_scores,
+    per_clip_tracks,
+)
 from longvideo.timeline import build_timeline, read_timeline, text_vectors
 
 
@@ -115,6 +123,10 @@ def main(argv: list[str] | None = None) -> dict[str, list[tuple]]:
         if not matches:
             raise SystemExit(f"--timeline {args.timeline}: no video named {truth['video']!r} in it")
         timeline = matches[0]
+        try:
+            check_truth_matches_video(truth, timeline, f"--truth {args.truth}", f"--timeline {args.timeline}")
+        except TruthMismatchError as err:
+            raise SystemExit(f"error: {err}") from None
         predictions_path = Path(args.timeline).with_name("predictions_predict.json")
         if predictions_path.is_file():  # the same run's clips, unlinked: the floor
             predictions = json.loads(predictions_path.read_text())

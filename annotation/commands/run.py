@@ -4,6 +4,7 @@ from __future__ import annotations
 from core.folder_lock import hold_folder
 from core.json_file import read_json
 from core.output_files import refuse_input_as_output, write_json_atomic
+from core.output_folder import claim_output_folder
 
 import json
 import logging
@@ -94,6 +95,7 @@ def run_annotation(config: dict, config_files: list[str], videos: str | Path, ou
     refuse_input_as_output(out, {"--videos": videos, "--truth": truth})
     specs, skipped = plan_clips(config, videos, truth, limit)  # before any folder is made: a bad input leaves none
     with hold_folder(out, "python -m annotation run"):  # one run at a time: they write the same records
+        claim_output_folder(out, "python -m annotation run", own_files=(RUN_INPUTS,), overwrite_option=None)
         check_run_inputs(out, config, videos, truth)
         return _run(config, config_files, videos, out, truth, engine, specs, skipped, retry_rejected, progress,
                     ray_address)

@@ -13,6 +13,8 @@ not fit the model the config builds (:func:`load_into`).
 """
 from __future__ import annotations
 
+from core.weights.dtypes import refuse_dtype_mismatch
+
 import json
 import re
 from pathlib import Path
@@ -172,6 +174,7 @@ def load_into(module: torch.nn.Module, state: dict[str, torch.Tensor], where: st
             f"{where}: the weights do not fit the model its config.json describes: {len(missing)} missing "
             f"(e.g. {missing[:3]}), {len(unexpected)} unexpected (e.g. {unexpected[:3]}), {len(shapes)} of another "
             f"shape (e.g. {shapes[:2]}); config.json and the weights come from different models")
+    refuse_dtype_mismatch(expected, state, where)
     module.load_state_dict(state, strict=True)
 
 

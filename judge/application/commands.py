@@ -13,6 +13,7 @@ from core.cli_args import non_negative_int, positive_int
 from core.command_parser import CommandParser
 from core.folder_lock import FolderInUseError, hold_file
 from core.output_files import write_json_atomic
+from core.output_folder import OutputFolderError
 
 import argparse
 import json
@@ -254,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> Any:
     try:
         with hold_file(args.out, f"python -m judge {args.command}"):  # appended to: one run at a time
             summary = run(args, overrides)
-    except FolderInUseError as err:
+    except (FolderInUseError, OutputFolderError) as err:
         raise SystemExit(f"error: {err}") from None
     print(json.dumps(summary, indent=2))
     print(f"written to {args.out}")

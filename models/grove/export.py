@@ -1,8 +1,9 @@
-"""A trained GroveModule as an exported folder: :func:`export_grove` writes its GROVE with what the
-module adds (:func:`grove_settings`: the prompt and inference settings it predicts with, its data
-module's preprocessing, and its own init arguments, so ``cli.py --ckpt_path DIR`` rebuilds it); the
-folder's layout is :mod:`models.grove.pretrained`. The module is read by its attributes only, so this
-needs no Lightning."""
+"""A trained GroveModule as an exported folder: :func:`grove_settings` gives its GROVE what the
+module adds (the prompt and inference settings it predicts with, its data module's preprocessing,
+and its own init arguments, so ``cli.py --ckpt_path DIR`` rebuilds it); the folder's layout is
+:mod:`models.grove.pretrained`, the writing under the output-folder contract is
+:func:`command_line.model_export.export`. The module is read by its attributes only, so this needs
+no Lightning."""
 from __future__ import annotations
 
 import json
@@ -46,14 +47,3 @@ def grove_settings(module, data_hparams: dict | None = None, card: dict | None =
                    "weights_prefix": "model."},
         "card": dict(card or {}),
     }
-
-
-def export_grove(module, out, data_hparams: dict | None = None, card: dict | None = None,
-                 max_shard_bytes: int | None = None):
-    """Write ``module.model`` (a GROVE) with :func:`grove_settings` as a self-contained folder at ``out``."""
-    model = module.model
-    model.settings = grove_settings(module, data_hparams, card)
-    if max_shard_bytes:
-        model.max_shard_bytes = max_shard_bytes
-    model.save_pretrained(out)
-    return model

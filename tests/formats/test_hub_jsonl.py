@@ -317,3 +317,68 @@ def test_the_annotation_truth_and_the_glamm_baseline_read_the_hub_layout(tmp_pat
     specs, skipped = plan_clips(config, tmp_path, truth)
     assert [s.key for s in specs] == [r.key for r in records] and not skipped
     assert [(s.start_frame, s.end_frame, s.fps) for s in specs] == [(0, 19, 10.0)] * 4
+
+
+def _rows(prefix: str, n: int = 6) -> list[str]:
+    """``n`` rows whose keys start with ``prefix`` (rows of equal length for equal-length prefixes)."""
+    records = howtoground_records(raw=False)
+    rows = []
+    for i in range(n):
+        row = hub_row(records[i % len(records)], with_ids=True)
+        row["video_id"], row["clip_id"] = f"{prefix}{i:02d}", "0"
+        rows.append(json.dumps(row))
+    return rows
+
+
+def test_a_rewrite_with_the_same_size_and_mtime_is_reindexed(tmp_path):
+    path = write_lines(tmp_path / "clips.jsonl", _rows("old"))
+    assert open_jsonl_records(path).keys() == [f"old{i:02d}_0" for i in range(6)]
+    st = path.stat()
+    new = _rows("new")
+    new[2], new[3] = new[3], new[2]  # other offsets too, only if they shift: rows have equal length here
+    write_lines(path, new)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # as cp -p or rsync -t leave a replaced file
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    lazy = open_jsonl_records(path)
+    assert lazy.keys() == [f"new{i:02d}_0" for i in (0, 1, 3, 2, 4, 5)]
+    assert lazy[2].key == "new03_0"
+
+
+def test_a_file_changed_after_indexing_is_refused_when_read(tmp_path):
+    path = write_lines(tmp_path / "clips.jsonl", _rows("old"))
+    lazy = open_jsonl_records(path)
+    write_lines(path, _rows("new"))
+    with pytest.raises(RecordError, match=r"clips.jsonl: the file changed after it was indexed"):
+        lazy[0]
+
+
+def _open_together(path, barrier, results, expected):
+    try:
+        barrier.wait()
+        lazy = open_jsonl_records(path)
+        got = lazy.keys() == expected and [lazy[i].key for i in range(len(lazy))] == expected
+        results.put("ok" if got else f"wrong keys {lazy.keys()[:2]}")
+    except BaseException as err:  # noqa: BLE001 - reported to the parent
+        results.put(f"{type(err).__name__}: {err}")
+
+
+def test_processes_opening_a_changed_file_together_all_get_the_right_index(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    path = tmp_path / "race.jsonl"
+    processes, rounds = 8, 20
+    for round_ in range(rounds):
+        prefix = f"r{round_:02d}k"
+        write_lines(path, _rows(prefix, n=3 + round_ % 4))
+        expected = [f"{prefix}{i:02d}_0" for i in range(3 + round_ % 4)]
+        barrier, results = context.Barrier(processes), context.Queue()
+        workers = [context.Process(target=_open_together, args=(path, barrier, results, expected))
+                   for _ in range(processes)]
+        for worker in workers:
+            worker.start()
+        outcomes = [results.get(timeout=120) for _ in workers]
+        for worker in workers:
+            worker.join(timeout=60)
+        assert outcomes == ["ok"] * processes, (round_, outcomes)
+    assert open_jsonl_records(path).keys() == expected

@@ -155,3 +155,12 @@ def test_a_run_cut_otherwise_is_refused_with_the_clip_that_differs(tmp_path):
         score_run_clips(truth, timeline, path, clip_seconds=2.0, **FAST)
     with pytest.raises(ValueError, match="segmenter 'shots'"):
         score_run_clips(truth, timeline | {"segmenter": "shots"}, path, clip_seconds=1.0, **FAST)
+
+
+def test_the_truth_of_another_video_is_refused_before_the_clips_are_compared(tmp_path):
+    truth = hand_truth()
+    timeline, path = run_files(tmp_path, truth, perfect_predictions(records_from_truth(truth, clip_seconds=2.0)))
+    longer = truth | {"num_frames": truth["num_frames"] + 30, "width": truth["width"] + 2}
+    with pytest.raises(ValueError, match=rf"{truth['num_frames'] + 30} frames in the truth, {truth['num_frames']} "
+                                         rf"in the timeline.*frame size {truth['width'] + 2}x"):
+        score_run_clips(longer, timeline, path, clip_seconds=2.0, **FAST)

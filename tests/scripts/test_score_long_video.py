@@ -46,3 +46,23 @@ def test_a_run_cut_with_another_clip_length_is_refused(tmp_path):
                                          r"truth's clip covers 0\.\.11"):
         main(["--truth", str(tmp_path / "hand.json"), "--timeline", str(tmp_path / "timeline.json"),
               "--text-encoder", "exact", "--caption-metrics", "", "--no-capture"])
+
+
+@pytest.mark.parametrize("field, value, named", [
+    ("num_frames", None, r"frames in the truth, \d+ in the timeline"),
+    ("width", 999, r"frame size 999x\d+ in the truth, \d+x\d+ in the timeline"),
+    ("fps", 7.5, r"frame rate 7.5 fps in the truth, [\d.]+ fps in the timeline"),
+])
+def test_the_truth_of_another_video_with_the_same_name_is_refused_naming_both(tmp_path, field, value, named):
+    truth = hand_truth()
+    run_files(tmp_path, truth, perfect_predictions(records_from_truth(truth, clip_seconds=2.0)))
+    other = dict(truth)
+    other[field] = truth["num_frames"] * 2 if value is None else value
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    for with_predictions in (True, False):  # with or without the run's clips beside the timeline
+        if not with_predictions:
+            (tmp_path / "predictions_predict.json").unlink()
+        with pytest.raises(SystemExit, match=rf"--truth .*other.json describes another video than --timeline "
+                                             rf".*timeline.json's 'hand'.*{named}"):
+            main(["--truth", str(tmp_path / "other.json"), "--timeline", str(tmp_path / "timeline.json"),
+                  "--clip-seconds", "2", "--text-encoder", "exact", "--caption-metrics", "", "--no-capture"])

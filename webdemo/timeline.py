@@ -106,3 +106,7 @@ def build_timeline_app(document: Mapping[str, Any], title: str = "GROVE: long-vi
         entity.change(lambda v, e: tube_html(videos[v], e) if v in videos else "", inputs=[video_pick, entity],
                       outputs=[tube])
     return app
+
+
+if __name__ == "__main__":  # the spelling of the previous release: refused, naming the new one
+    raise SystemExit("error: `python -m webdemo.timeline` is now `python -m webdemo timeline` (same options)")

@@ -52,7 +52,7 @@ def test_timeline_page_in_the_browser(tmp_path):
         pytest.fail("Chromium is missing: scripts/setup.sh installs Debian's chromium package")
     path = tmp_path / "timeline.json"
     path.write_text(json.dumps(timeline_document([timeline()])))
-    with demo_server([str(path)], tmp_path / "server.log", module="webdemo.timeline") as (url, _), \
+    with demo_server(["timeline", str(path)], tmp_path / "server.log", module="webdemo") as (url, _), \
             chromium_page() as page:
         page.goto(url)
         page.locator("#grove-segments table").wait_for(timeout=60_000)

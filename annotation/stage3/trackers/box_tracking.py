@@ -12,6 +12,8 @@ fewer than ``min_visible`` of them do).
 """
 from __future__ import annotations
 
+from core.box_ops import numpy_box_iou_pairwise
+
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -99,15 +101,6 @@ def boxes_from_points(query_points: np.ndarray, query_boxes: np.ndarray, tracks:
     return TrackingOutput(boxes.astype(np.float32), present)
 
 
-def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pairwise IoU of xyxy boxes (n, 4) x (m, 4)."""
-    lt = np.maximum(a[:, None, :2], b[None, :, :2])
-    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.clip(rb - lt, 0, None).prod(-1)
-    area = lambda x: np.clip(x[:, 2:] - x[:, :2], 0, None).prod(-1)  # noqa: E731
-    return inter / np.maximum(area(a)[:, None] + area(b)[None] - inter, 1e-9)
-
-
 class OraclePointTracker:
     """A point tracker that reads the synthetic truth: each query box is matched to the true object
     with the highest IoU on its frame (at least ``match_iou``), and its points move with that
@@ -137,8 +130,7 @@ class OraclePointTracker:
         if truth.shape[1] == 0 or num_queries == 0:
             return tracks, visible
         at_query = truth[clip.rows]  # (K, O, 4)
-        ious = np.stack([iou_matrix(clip.boxes[k:k + 1].astype(np.float64), at_query[k])[0]
-                         for k in range(num_queries)])
+        ious = numpy_box_iou_pairwise(clip.boxes[:, None].astype(np.float64), at_query)  # (K, O)
         ious = np.where(present[clip.rows], ious, 0.0)
         obj = ious.argmax(1)
         matched = ious[np.arange(num_queries), obj] >= self.match_iou

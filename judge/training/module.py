@@ -10,6 +10,7 @@ logged as a share and left out of the correlations.
 from __future__ import annotations
 
 from core.output_files import atomic_write
+from core.weights.dtypes import refuse_dtype_mismatch
 
 import functools
 import json
@@ -157,6 +158,11 @@ class JudgeModule(L.LightningModule):
     def on_train_end(self) -> None:
         if self.hparams.adapter_dir is not None and self.judge.has_adapter and self.trainer.is_global_zero:
             self.judge.save_adapter(self.hparams.adapter_dir)
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """A weight stored as another kind of number than the module's (an int tensor for a float
+        weight) is refused naming the key before Lightning loads it, which would cast it."""
+        refuse_dtype_mismatch(self.state_dict(), checkpoint.get("state_dict", {}), "checkpoint")
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         if self.hparams.checkpoint_trainable_only:

@@ -90,3 +90,17 @@ def test_error_head_warns_once_and_counts_batches_without_labels():
     labelled["keys"] = ["b"]
     module.training_step(labelled, 2)
     assert module._unlabelled_batches == 2
+
+
+def test_a_checkpoint_weight_of_another_kind_is_refused_naming_the_key():
+    from core.weights.dtypes import WeightDtypeError
+
+    from judge.training.module import JudgeModule
+
+    module = JudgeModule(tiny=TINY, max_pixels=56 * 56, min_pixels=28 * 28)
+    state = {k: v.clone() for k, v in module.state_dict().items()}
+    key = next(k for k, v in state.items() if v.is_floating_point() and v.dim() == 2)
+    module.on_load_checkpoint({"state_dict": state})  # the module's own kinds load
+    state[key] = (state[key] * 100).to(torch.int32)
+    with pytest.raises(WeightDtypeError, match=rf"checkpoint: 1 weight\(s\).*{key}: stored torch.int32"):
+        module.on_load_checkpoint({"state_dict": state})

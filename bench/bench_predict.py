@@ -2,7 +2,10 @@
 decoded (a video folder's clips read by seeking, or long-video mode's one streaming pass with the
 decoding in a thread of the model's process or inline between batches).
 
-    PYTHONPATH=. python bench/bench_predict.py [--seconds 64] [--batch-sizes 1 8]
+    PYTHONPATH=. python bench/bench_predict.py [--seconds 64] [--batch-sizes 1 8] [--flops-only]
+
+It first prints the released GROVE's forward FLOPs per 8-frame clip (lightning_modules.flops, counted
+analytically) and what one H100 needs per clip at 40 % model FLOPs utilisation, for sizing a job.
 
 configs/demo.yaml with randomly initialised weights (no checkpoint: the towers' and the model's
 initial weights; the compute per clip is the trained model's), on one 455x256 25-fps video of
@@ -56,12 +59,37 @@ def predict(videos: Path, mode: str, batch_size: int, out: Path) -> tuple[float,
     return wall, (after.children_user + after.children_system) - (before.children_user + before.children_system)
 
 
+H100_BF16_PEAK = 989e12  # dense BF16 tensor-core FLOP/s of an H100 SXM
+MFU = 0.4
+
+
+def print_flops() -> None:
+    """The released GROVE's forward FLOPs per clip by part, and the H100 time they need at ``MFU``."""
+    from lightning_modules.flops import grove_flops
+
+    flops = grove_flops()
+    parts = {"CLIP ViT-L/14-336 + adapters + VL": flops.global_tower,
+             "SAM ViT-H at 512 + adapters": flops.grounding_tower,
+             "LLaMA-7B, 686-token prompt + 64 new": flops.language_model,
+             "LQ + box decoder + heads": flops.box_decoder}
+    print("released GROVE, forward FLOPs per 8-frame clip (configs/official/grove.yaml, 5 phrases):")
+    for name, value in parts.items():
+        print(f"  {name:<38} {value / 1e12:7.2f} TFLOP")
+    seconds = flops.seconds_per_clip(H100_BF16_PEAK, MFU)
+    print(f"  {'total':<38} {flops.total / 1e12:7.2f} TFLOP; one H100 at {MFU:.0%} MFU: "
+          f"{seconds * 1e3:.0f} ms per clip ({1 / seconds:.1f} clips/s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=int, default=64)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--flops-only", action="store_true", help="print the FLOPs per clip and stop")
     args = parser.parse_args()
+    print_flops()
+    if args.flops_only:
+        return
     rng = np.random.default_rng(0)
     clips = args.seconds // 8
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; demo model, random weights; "

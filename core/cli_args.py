@@ -81,6 +81,11 @@ def json_file(text: str) -> str:
     return text
 
 
+def unit_float_list(text: str) -> list[float]:
+    """Comma-separated numbers in [0, 1] (thresholds); each one is checked and named when refused."""
+    return [unit_float(part.strip()) for part in str(text).split(",") if part.strip()]
+
+
 port_number = _number(int, lambda v: 0 <= v <= 65535, "a port number in [0, 65535]")
 
 

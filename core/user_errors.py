@@ -33,6 +33,7 @@ INPUT_ERROR_NAMES = frozenset({
     "metrics.functional.grounding.GroundingInputError",
     "metrics.protocols.pointing.PointingInputError",
     "webdemo.upload.UploadError",
+    "yaml.error.YAMLError",
 })
 
 

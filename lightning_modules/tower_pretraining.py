@@ -20,7 +20,7 @@ Adapters, VL, the LLM and the decoder are not part of this stage (they start as 
 from __future__ import annotations
 
 import core  # noqa: F401
-from core.cli_args import positive_int
+from core.cli_args import existing_file, non_negative_float, positive_float, positive_int
 from core.command_parser import CommandParser
 from core.output_files import atomic_write, write_json_atomic
 
@@ -138,10 +138,10 @@ def save_towers(model, out: Path) -> tuple[Path, Path]:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = CommandParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", role="input", default=str(ROOT / "configs" / "demo.yaml"))
+    parser.add_argument("--config", role="input", type=existing_file, default=str(ROOT / "configs" / "demo.yaml"))
     parser.add_argument("--steps", type=positive_int, default=250)
-    parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--box-weight", type=float, default=0.3,
+    parser.add_argument("--lr", type=positive_float, default=2e-3)
+    parser.add_argument("--box-weight", type=non_negative_float, default=0.3,
                         help="weight of the grounding tower's per-patch box regression (0: words only)")
     parser.add_argument("--out", role="output", default=str(ROOT / "data" / "demo_towers"))
     parser.add_argument("--threads", type=positive_int, default=1)

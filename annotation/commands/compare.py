@@ -42,7 +42,8 @@ def load_compare_config(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"compare config {path} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
+    with path.open() as handle:  # read from the file: a YAML syntax error names it with its line
+        data = yaml.safe_load(handle) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     unknown = sorted(set(data) - _KEYS)

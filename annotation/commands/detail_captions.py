@@ -21,7 +21,8 @@ def load_detail_config(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config {path} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
+    with path.open() as handle:  # read from the file: a YAML syntax error names it with its line
+        data = yaml.safe_load(handle) or {}
     unknown = sorted(set(data) - {"detail_captions", "llm", "frames_per_video"})
     if unknown:
         raise ValueError(f"{path}: unknown section '{unknown[0]}' (sections: detail_captions, llm, frames_per_video)")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.cli_args import unit_float
 from core.command_parser import CommandParser
 from core.output_files import write_json_atomic
+from core.user_errors import UserInputError
 
 from typing import Sequence
 
@@ -31,17 +33,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     source.add_argument("--pred", role="input",
                         help="the project's predictions JSON (the format predict writes), keyed {video}_{segment}")
     parser.add_argument("--eval-mode", default="gen", choices=("gen", "GT"))
-    parser.add_argument("--iou-threshold", type=float, default=IOU_THRESHOLD)
+    parser.add_argument("--iou-threshold", type=unit_float, default=IOU_THRESHOLD)
     parser.add_argument("--spacy-model", default=SPACY_MODEL)
     parser.add_argument("--write-submission", role="output", default=None,
                         help="with --pred: also write the official submission here")
     parser.add_argument("--out", role="output", default=None, help="write the report as JSON here")
     args = parser.parse_args(argv)
-    reference = load_reference(args.reference, args.split_file, args.split)
+    try:  # the protocol's loaders refuse a file of another layout with ValueError
+        reference = load_reference(args.reference, args.split_file, args.split)
+        submission = load_submission(args.submission) if args.submission else None
+    except ValueError as err:
+        raise UserInputError(str(err)) from None
     lemmatize = spacy_lemmatizer(args.spacy_model)
-    if args.submission:
-        submission = load_submission(args.submission)
-    else:
+    if submission is None:
         from formats.predictions import load_predictions
 
         submission = submission_from_predictions(load_predictions(args.pred), reference, lemmatize)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import core  # noqa: F401
+from core.cli_args import unit_float_list
 from core.command_parser import CommandParser
 
 import argparse
@@ -37,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, float]]]
     parser.add_argument("--pred", required=True, action="append",
                         help="predictions JSON saved with objectness_threshold=0.0; repeat (NAME=PATH) to compare runs")
     parser.add_argument("--out", role="output", required=True, help="folder for threshold_sweep.{csv,json,png}")
-    parser.add_argument("--thresholds", default=",".join(str(t) for t in DEFAULT_THRESHOLDS))
+    parser.add_argument("--thresholds", type=unit_float_list, default=list(DEFAULT_THRESHOLDS),
+                        help="comma-separated objectness thresholds in [0, 1]")
     parser.add_argument("--level", default="both", choices=sorted(LEVELS))
     parser.add_argument("--score-source", default="constant", choices=("constant", "objectness"))
     parser.add_argument("--text-encoder", default="minilm", help="'minilm', 'exact' or a local HF encoder folder")
@@ -49,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, float]]]
     from formats.records import read_ground_truth
     from metrics.text_encoder import build_text_encoder
 
-    thresholds = [float(t) for t in args.thresholds.split(",") if t.strip()]
+    thresholds = list(args.thresholds)
     refuse_input_as_output(args.out, {"--gt": args.gt, **{f"--pred {spec}": _named(spec)[1] for spec in args.pred}})
     records, _ = read_ground_truth(args.gt)
     encoder = build_text_encoder(args.text_encoder)

@@ -24,8 +24,8 @@ COMMANDS: dict[str, tuple[str, str, list[str]]] = {
     "python scripts/score_long_video.py": ("scripts.score_long_video", "main", []),
     "python scripts/sweep.py": ("scripts.sweep", "main", []),
 }
-# Commands whose options are renamed in their own packages (metrics/, annotation/, judge/, tools/) and
-# scripts/export_model.py: listed so the check covers them once those renames are in.
+# The commands of the feature packages (annotation/, judge/), metrics/ and the export and pretraining
+# scripts; tests/commands/test_bad_input.py gives each of them bad input too.
 OTHER_PACKAGES_COMMANDS: dict[str, tuple[str, str, list[str]]] = {
     "python -m annotation": ("annotation.__main__", "main", []),
     "python -m judge": ("judge.application.commands", "main", []),

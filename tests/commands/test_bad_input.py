@@ -1,5 +1,7 @@
 """Bad input to a command ends in one ``error:`` line and a non-zero exit, never a traceback: each file
-and number option of the commands in tests/commands/command_list.py (COMMANDS) with a bad value."""
+and number option of every command in tests/commands/command_list.py (COMMANDS and
+OTHER_PACKAGES_COMMANDS) with a bad value: a missing file, a corrupt JSON/JSONL/pickle/YAML file, a
+non-number or out-of-range number. Each case is refused by the parser or the first file read."""
 from __future__ import annotations
 
 from core.user_errors import run_command
@@ -9,7 +11,8 @@ import json
 
 import pytest
 
-from tests.commands.command_list import COMMANDS
+from formats.pointing_records import POINTING_DATASETS
+from tests.commands.command_list import COMMANDS, OTHER_PACKAGES_COMMANDS
 
 
 def _files(tmp_path):
@@ -17,6 +20,11 @@ def _files(tmp_path):
     (tmp_path / "empty.json").write_text("{}")
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "config.yaml").write_text("benchmarks: {}\nmetrics: {}\n")
+    (tmp_path / "broken.jsonl").write_text('{"video": "x.mp4"}\n{"fps": }\n')
+    (tmp_path / "broken.pkl").write_bytes(b"\x80\x04garbage")  # a pickle cut short
+    (tmp_path / "empty.pkl").write_bytes(b"\x80\x04}\x94.")  # an empty dict
+    (tmp_path / "broken.yaml").write_text("a: [1,\n b: }\n")
+    (tmp_path / "ckpt").mkdir()
     return tmp_path
 
 
@@ -80,13 +88,272 @@ CASES = [
      "--frames: must be a positive integer"),
 ]
 
+# the same for the commands of the feature packages, metrics/ and the export and pretraining scripts
+OTHER_CASES = [
+    (
+        "python -m annotation",
+        ["run", "--config", "{tmp}/absent.yaml", "--videos", "{tmp}/ckpt", "--out", "{tmp}/o"],
+        "absent.yaml",
+    ),
+    (
+        "python -m annotation",
+        ["run", "--config", "{tmp}/config.yaml", "--videos", "{tmp}/ckpt", "--out", "{tmp}/o", "--limit", "-1"],
+        "--limit: must be an integer >= 0",
+    ),
+    (
+        "python -m annotation",
+        ["run", "--config", "{tmp}/config.yaml", "--videos", "{tmp}/ckpt", "--out", "{tmp}/o", "--batch-size", "abc"],
+        "--batch-size: must be a positive integer",
+    ),
+    ("python -m annotation", ["score", "--pred", "{tmp}/absent", "--truth", "{tmp}/empty.json"], "absent"),
+    ("python -m annotation", ["score", "--pred", "{tmp}", "--truth", "{tmp}/absent.json"], "absent.json"),
+    ("python -m annotation", ["score", "--pred", "{tmp}", "--truth", "{tmp}/broken.json"], "broken.json"),
+    ("python -m annotation", ["compare", "--config", "{tmp}/absent.yaml", "--out", "{tmp}/o"], "absent.yaml"),
+    (
+        "python -m annotation",
+        ["compare", "--config", "{tmp}/broken.yaml", "--out", "{tmp}/o"],
+        'broken.yaml", line 2, column 5',
+    ),
+    (
+        "python -m annotation",
+        ["detail-captions", "--config", "{tmp}/absent.yaml", "--out", "{tmp}/o.json", "{tmp}/x.jpg"],
+        "absent.yaml",
+    ),
+    (
+        "python -m annotation",
+        [
+            "detail-captions",
+            "--config",
+            "{tmp}/config.yaml",
+            "--out",
+            "{tmp}/o.json",
+            "--frames-per-video",
+            "0",
+            "{tmp}/x.jpg",
+        ],
+        "--frames-per-video: must be a positive integer",
+    ),
+    ("python -m judge", ["score", "--pairs", "{tmp}/absent.jsonl", "--out", "{tmp}/o.jsonl"], "absent.jsonl"),
+    ("python -m judge", ["score", "--pairs", "{tmp}/broken.jsonl", "--out", "{tmp}/o.jsonl"], "broken.jsonl"),
+    (
+        "python -m judge",
+        ["score", "--pairs", "{tmp}/broken.jsonl", "--out", "{tmp}/o.jsonl", "--batch-size", "0"],
+        "--batch-size: must be a positive integer",
+    ),
+    (
+        "python -m judge",
+        ["score", "--pairs", "{tmp}/broken.jsonl", "--out", "{tmp}/o.jsonl", "--num-workers", "-1"],
+        "--num-workers: must be an integer >= 0",
+    ),
+    (
+        "python -m judge",
+        ["score", "--pairs", "{tmp}/broken.jsonl", "--out", "{tmp}/o.jsonl", "--concurrency", "x"],
+        "--concurrency: must be a positive integer",
+    ),
+    (
+        "python -m judge",
+        ["predictions", "--gt", "{tmp}/absent.json", "--pred", "{tmp}/empty.json", "--out", "{tmp}/o.json"],
+        "absent.json",
+    ),
+    (
+        "python -m judge",
+        ["predictions", "--gt", "{tmp}/broken.json", "--pred", "{tmp}/empty.json", "--out", "{tmp}/o.json"],
+        "broken.json",
+    ),
+    (
+        "python -m judge",
+        ["predictions", "--gt", "{tmp}/empty.json", "--pred", "{tmp}/broken.json", "--out", "{tmp}/o.json"],
+        "broken.json",
+    ),
+    ("python -m judge", ["foil", "--foil-pairs", "{tmp}/absent.jsonl", "--out", "{tmp}/o.json"], "absent.jsonl"),
+    (
+        "python -m judge",
+        ["foil", "--foil-pairs", "{tmp}/broken.jsonl", "--out", "{tmp}/o.json"],
+        "not valid JSON (Expecting value at line 1, column 9)",
+    ),
+    ("python -m judge", ["foil", "--corruptions", "{tmp}/absent.jsonl", "--out", "{tmp}/o.json"], "absent.jsonl"),
+    (
+        "python -m judge",
+        [
+            "refine",
+            "--videos",
+            "{tmp}",
+            "--captions",
+            "{tmp}/absent.jsonl",
+            "--captioner",
+            "{tmp}",
+            "--out",
+            "{tmp}/o.jsonl",
+        ],
+        "absent.jsonl",
+    ),
+    (
+        "python -m judge",
+        ["refine", "--videos", "{tmp}", "--captioner", "{tmp}", "--out", "{tmp}/o.jsonl", "--rounds", "-1"],
+        "--rounds: must be an integer >= 0",
+    ),
+    (
+        "python -m judge",
+        [
+            "refine",
+            "--videos",
+            "{tmp}",
+            "--captioner",
+            "{tmp}",
+            "--out",
+            "{tmp}/o.jsonl",
+            "--captioner-max-pixels",
+            "0",
+        ],
+        "--captioner-max-pixels: must be a positive integer",
+    ),
+    ("python -m metrics.evaluate", ["--gt", "{tmp}/absent.json", "--pred", "{tmp}/empty.json"], "absent.json"),
+    ("python -m metrics.evaluate", ["--gt", "{tmp}/broken.json", "--pred", "{tmp}/empty.json"], "broken.json"),
+    ("python -m metrics.evaluate", ["--gt", "{tmp}/broken.pkl", "--pred", "{tmp}/empty.json"], "broken.pkl"),
+    (
+        "python -m metrics.evaluate",
+        ["--gt", "{tmp}/empty.json", "--pred", "{tmp}/empty.json", "--objectness-threshold", "2"],
+        "--objectness-threshold: must be a number in [0, 1]",
+    ),
+    (
+        "python -m metrics.anet_entities",
+        ["--reference", "{tmp}/absent.json", "--pred", "{tmp}/empty.json"],
+        "absent.json",
+    ),
+    (
+        "python -m metrics.anet_entities",
+        ["--reference", "{tmp}/broken.json", "--pred", "{tmp}/empty.json"],
+        "broken.json",
+    ),
+    (
+        "python -m metrics.anet_entities",
+        ["--reference", "{tmp}/empty.json", "--pred", "{tmp}/empty.json", "--iou-threshold", "1.5"],
+        "--iou-threshold: must be a number in [0, 1]",
+    ),
+    ("python -m metrics.vidstg", ["--annotations", "{tmp}/absent.json", "--pred", "{tmp}/empty.json"], "absent.json"),
+    ("python -m metrics.vidstg", ["--annotations", "{tmp}/broken.json", "--pred", "{tmp}/empty.json"], "broken.json"),
+    (
+        "python -m metrics.vidstg",
+        ["--annotations", "{tmp}/empty.json", "--pred", "{tmp}/broken.json"],
+        "not valid JSON (Expecting value at line 2, column 10)",
+    ),
+    (
+        "python -m metrics.pointing",
+        ["--gt", "{tmp}/absent.pkl", "--pred", "{tmp}/empty.json", "--dataset", "{dataset}"],
+        "absent.pkl",
+    ),
+    (
+        "python -m metrics.pointing",
+        ["--gt", "{tmp}/broken.pkl", "--pred", "{tmp}/empty.json", "--dataset", "{dataset}"],
+        "broken.pkl",
+    ),
+    (
+        "python -m metrics.pointing",
+        ["--gt", "{tmp}/empty.pkl", "--pred", "{tmp}/broken.json", "--dataset", "{dataset}"],
+        "broken.json",
+    ),
+    (
+        "python scripts/threshold_sweep.py",
+        ["--gt", "{tmp}/absent.json", "--pred", "a={tmp}/empty.json", "--out", "{tmp}/s"],
+        "absent.json",
+    ),
+    (
+        "python scripts/threshold_sweep.py",
+        ["--gt", "{tmp}/broken.json", "--pred", "a={tmp}/empty.json", "--out", "{tmp}/s"],
+        "broken.json",
+    ),
+    (
+        "python scripts/threshold_sweep.py",
+        ["--gt", "{tmp}/empty.json", "--pred", "a={tmp}/absent.json", "--out", "{tmp}/s"],
+        "absent.json",
+    ),
+    (
+        "python scripts/threshold_sweep.py",
+        ["--gt", "{tmp}/empty.json", "--pred", "a={tmp}/empty.json", "--out", "{tmp}/s", "--thresholds", "0.1,abc"],
+        "--thresholds: must be a number in [0, 1], got 'abc'",
+    ),
+    ("python scripts/pretrain_towers.py", ["--config", "{tmp}/absent.yaml"], "absent.yaml"),
+    ("python scripts/pretrain_towers.py", ["--steps", "0"], "--steps: must be a positive integer"),
+    ("python scripts/pretrain_towers.py", ["--lr", "abc"], "--lr: must be a positive number"),
+    ("python scripts/pretrain_towers.py", ["--lr", "-1"], "--lr: must be a positive number"),
+    ("python scripts/pretrain_towers.py", ["--box-weight", "-1"], "--box-weight: must be a number >= 0"),
+    ("python scripts/pretrain_towers.py", ["--threads", "0"], "--threads: must be a positive integer"),
+    (
+        "python scripts/export_model.py",
+        ["--config", "{tmp}/absent.yaml", "--ckpt-path", "{tmp}/ckpt", "--out", "{tmp}/e"],
+        "absent.yaml",
+    ),
+    (
+        "python scripts/export_model.py",
+        [
+            "--config",
+            "{tmp}/config.yaml",
+            "--ckpt-path",
+            "{tmp}/ckpt",
+            "--out",
+            "{tmp}/e",
+            "--metrics",
+            "{tmp}/broken.json",
+        ],
+        "broken.json",
+    ),
+    (
+        "python scripts/export_model.py",
+        [
+            "--config",
+            "{tmp}/config.yaml",
+            "--ckpt-path",
+            "{tmp}/ckpt",
+            "--out",
+            "{tmp}/e",
+            "--metrics",
+            "{tmp}/absent.json",
+        ],
+        "absent.json",
+    ),
+    (
+        "python scripts/export_model.py",
+        ["--config", "{tmp}/config.yaml", "--ckpt-path", "{tmp}/ckpt", "--out", "{tmp}/e", "--max-shard-size", "lots"],
+        "--max-shard-size",
+    ),
+]
+OTHER_CASES += [
+    ("python -m judge corrupt", ["--records", "{tmp}/absent.json", "--out", "{tmp}/o.jsonl"], "absent.json"),
+    ("python -m judge corrupt", ["--records", "{tmp}/broken.json", "--out", "{tmp}/o.jsonl"], "broken.json"),
+    ("python -m judge corrupt", ["--records", "{tmp}/broken.pkl", "--out", "{tmp}/o.jsonl"], "broken.pkl"),
+    (
+        "python -m judge corrupt",
+        ["--records", "{tmp}/empty.json", "--out", "{tmp}/o.jsonl", "--per-caption", "0"],
+        "--per-caption: must be a positive integer",
+    ),
+    (
+        "python -m judge corrupt",
+        ["--records", "{tmp}/empty.json", "--out", "{tmp}/o.jsonl", "--climb-decay", "abc"],
+        "--climb-decay: must be a number in [0, 1]",
+    ),
+    (
+        "python -m judge corrupt",
+        ["--records", "{tmp}/empty.json", "--out", "{tmp}/o.jsonl", "--max-climb", "-1"],
+        "--max-climb: must be an integer >= 0",
+    ),
+]
+OTHER_CASES += [
+    (
+        "python -m annotation",
+        ["detail-captions", "--config", "{tmp}/broken.yaml", "--out", "{tmp}/o.json", "{tmp}/x.jpg"],
+        'broken.yaml", line 2, column 5',
+    ),
+]
 
-@pytest.mark.parametrize("command,args,expected", CASES, ids=[f"{c} {' '.join(a)}" for c, a, _ in CASES])
+
+@pytest.mark.parametrize("command,args,expected", CASES + OTHER_CASES,
+                         ids=[f"{c} {' '.join(a)}" for c, a, _ in CASES + OTHER_CASES])
 def test_bad_input_is_one_error_line(command, args, expected, tmp_path, capsys):
     folder = _files(tmp_path)
-    module, function, prefix = COMMANDS[command]
+    module, function, prefix = {**COMMANDS, **OTHER_PACKAGES_COMMANDS}[command]
     main = getattr(importlib.import_module(module), function)
-    argv = [*prefix, *(a.replace("{tmp}", str(folder)) for a in args)]
+    dataset = sorted(POINTING_DATASETS)[0]
+    argv = [*prefix, *(a.replace("{tmp}", str(folder)).replace("{dataset}", dataset) for a in args)]
     with pytest.raises(SystemExit) as exit_info:
         run_command(main, argv)
     code = exit_info.value.code
@@ -108,3 +375,8 @@ def test_a_missing_folder_of_a_long_video_output_is_created(tmp_path):
     assert written["num_frames"] == truth["num_frames"] == 30
     assert (tmp_path / "new" / "deeper" / "x_clips.json").is_file()
     assert not (tmp_path / "new" / "deeper" / "x.mp4").exists()
+
+
+def test_every_command_has_a_bad_input_case():
+    covered = {command for command, _, _ in CASES + OTHER_CASES}
+    assert sorted((set(COMMANDS) | set(OTHER_PACKAGES_COMMANDS)) - covered) == []

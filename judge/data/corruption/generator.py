@@ -26,7 +26,7 @@ counted in the printed statistics.
 from __future__ import annotations
 
 from core.bounded_text import CAPTURE_MAX_CHARS, describe_over_limit, over_limit
-from core.cli_args import non_negative_int, positive_int
+from core.cli_args import non_negative_int, positive_int, unit_float
 from core.command_parser import CommandParser
 from core.output_files import atomic_write
 
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> GenerationStats:
                         help="rule backend: prefer/require substitutes seen in the dataset's captions")
     parser.add_argument("--max-climb", type=non_negative_int, default=2,
                         help="rule backend: hypernym steps to a shared category (4 for the synthetic shapes)")
-    parser.add_argument("--climb-decay", type=float, default=0.5,
+    parser.add_argument("--climb-decay", type=unit_float, default=0.5,
                         help="rule backend: sampling weight factor per extra step (1.0 = uniform)")
     parser.add_argument("--closed-domain", action="store_true",
                         help="rule backend: the captions are a closed world (synthetic data): substitutes and "

@@ -1,6 +1,8 @@
 """GroveModule: training and evaluation logic for GROVE. The architecture lives in models/."""
 from __future__ import annotations
 
+from core.weights.dtypes import refuse_dtype_mismatch
+
 import warnings
 from typing import Any
 
@@ -162,6 +164,11 @@ class GroveModule(L.LightningModule):
             "heads": True,
         }
         return [group for group, on in flags.items() if on]
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """A weight stored as another kind of number than the module's (an int tensor for a float
+        weight) is refused naming the key before Lightning loads it, which would cast it."""
+        refuse_dtype_mismatch(self.state_dict(), checkpoint.get("state_dict", {}), "checkpoint")
 
     def apply_freezing(self) -> None:
         """requires_grad per the config (frozen parts get no gradient and never change)."""

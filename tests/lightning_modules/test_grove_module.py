@@ -109,3 +109,20 @@ def _train_and_check(tiny_synthetic_root, tmp_path):
     assert last["lm"] < 0.2 * first["lm"]
     assert last["giou"] + last["l1"] < 0.7 * (first["giou"] + first["l1"])
     assert last["objectness"] < 0.7 * first["objectness"]
+
+
+def test_a_checkpoint_weight_of_another_kind_is_refused_naming_the_key(tmp_path):
+    from core.weights.dtypes import WeightDtypeError
+
+    from lightning_modules.grove_module import GroveModule
+    from models.grove import configuration
+
+    module = GroveModule(**configuration.tiny_configs())
+    state = {k: v.clone() for k, v in module.state_dict().items()}
+    key = next(k for k, v in state.items() if v.is_floating_point() and v.dim() == 2)
+    state[key] = (state[key] * 100).to(torch.int32)
+    path = tmp_path / "int.ckpt"
+    torch.save({"state_dict": state, "hyper_parameters": dict(module.hparams),
+                "pytorch-lightning_version": "2.4.0", "epoch": 0, "global_step": 0}, path)
+    with pytest.raises(WeightDtypeError, match=rf"checkpoint: 1 weight\(s\).*{key}: stored torch.int32"):
+        GroveModule.load_from_checkpoint(path, weights_only=False)

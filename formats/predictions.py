@@ -1,9 +1,12 @@
 """The predictions file: clip key -> ``{"caption", "tagged_caption", "phrases", "frames": [{"frame",
-"boxes", "labels", "scores"}]}``, one JSON object per evaluation, as ``predict``/``test`` write it
+"boxes", "labels", "scores"[, "masks"]}]}``, one JSON object per evaluation, as ``predict``/``test`` write it
 and the evaluator, the threshold sweep and the judge read it. The field checks live in
 :mod:`metrics.evaluator.prediction_validation`; here the file is written atomically and read with every key
 unique, whole (:func:`load_predictions`) or one clip at a time (:func:`iter_prediction_file`, whose
 memory does not grow with the number of clips).
+
+``masks``, where present, is parallel to ``boxes``: one COCO RLE (:mod:`formats.mask_rle`) per box, of
+the source video's frame size, or ``null`` for a box without a mask. Files without it stay valid.
 """
 from __future__ import annotations
 

@@ -1,0 +1,107 @@
+"""Masks as they travel between packages: COCO run-length encoding (the ``pycocotools`` ``mask`` API).
+
+A mask on disk is ``{"size": [height, width], "counts": "<compressed RLE string>"}``, the format
+COCO, the GLaMM GCG evaluation and the SAM / SAM 2 tools write. Polygons (COCO's list of
+``[x1, y1, x2, y2, ...]`` rings) and uncompressed RLE (``counts`` a list of run lengths) are read
+too and turned into the compressed form. Every function takes masks as boolean arrays shaped
+``(n, height, width)`` (or one ``(height, width)``), never Fortran-ordered buffers: the column-major
+layout pycocotools needs is made here.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from pycocotools import mask as mask_api
+
+RLE = dict  # {"size": [h, w], "counts": str}
+
+
+def encode_masks(masks: np.ndarray) -> list[RLE]:
+    """Boolean masks ``(n, h, w)`` (or one ``(h, w)``) -> a list of compressed RLEs with ``str`` counts."""
+    masks = np.asarray(masks)
+    if masks.ndim == 2:
+        masks = masks[None]
+    if masks.ndim != 3:
+        raise ValueError(f"masks must be shaped (n, height, width), got {masks.shape}")
+    if masks.shape[0] == 0:
+        return []
+    encoded = mask_api.encode(np.asfortranarray(masks.transpose(1, 2, 0).astype(np.uint8)))
+    return [{"size": [int(r["size"][0]), int(r["size"][1])], "counts": r["counts"].decode("ascii")} for r in encoded]
+
+
+def _as_api(rle: RLE) -> dict:
+    counts = rle["counts"]
+    return {"size": list(rle["size"]), "counts": counts.encode("ascii") if isinstance(counts, str) else counts}
+
+
+def to_compressed(entry: Any, height: int, width: int, where: str = "mask") -> RLE:
+    """One mask given as a compressed RLE, an uncompressed RLE or COCO polygons -> a compressed RLE of
+    size ``(height, width)``; anything else, or a size that differs from the frame's, is an error naming
+    ``where`` (e.g. ``"gt.json, clip 'v0_0', frame 5, mask 1"``)."""
+    if isinstance(entry, dict):
+        if "counts" not in entry or "size" not in entry:
+            raise ValueError(f"{where}: an RLE mask needs 'size' and 'counts', got keys {sorted(entry)}")
+        size = [int(v) for v in entry["size"]]
+        if size != [height, width]:
+            raise ValueError(f"{where}: mask size {size} is not the frame's [height, width] {[height, width]}")
+        if isinstance(entry["counts"], list):
+            if sum(int(c) for c in entry["counts"]) != height * width:
+                raise ValueError(f"{where}: uncompressed RLE counts sum to {sum(entry['counts'])}, "
+                                 f"not height*width = {height * width}")
+            rle = mask_api.frPyObjects(entry, height, width)
+            return {"size": size, "counts": rle["counts"].decode("ascii")}
+        if not isinstance(entry["counts"], str):
+            raise ValueError(f"{where}: RLE counts must be a string or a list of run lengths, "
+                             f"got {type(entry['counts']).__name__}")
+        try:
+            mask_api.area(_as_api(entry))
+        except Exception as err:  # pycocotools raises plain Exceptions on a malformed string
+            raise ValueError(f"{where}: RLE counts are not a valid compressed RLE ({err})") from None
+        return {"size": size, "counts": entry["counts"]}
+    if isinstance(entry, list):
+        rings = [[float(v) for v in ring] for ring in entry]
+        if not rings or any(len(r) < 6 or len(r) % 2 for r in rings):
+            raise ValueError(f"{where}: a polygon mask is a list of rings [x1, y1, x2, y2, ...] with at least "
+                             "3 points each")
+        merged = mask_api.merge(mask_api.frPyObjects(rings, height, width))
+        return {"size": [height, width], "counts": merged["counts"].decode("ascii")}
+    raise ValueError(f"{where}: a mask is an RLE object or a list of polygons, got {type(entry).__name__}")
+
+
+def decode_masks(rles: Sequence[RLE]) -> np.ndarray:
+    """Compressed RLEs (one frame size) -> boolean masks ``(n, h, w)``."""
+    if not len(rles):
+        raise ValueError("decode_masks needs at least one RLE (the frame size comes from them)")
+    sizes = {tuple(r["size"]) for r in rles}
+    if len(sizes) != 1:
+        raise ValueError(f"RLEs of one call must share a size, got {sorted(sizes)}")
+    decoded = mask_api.decode([_as_api(r) for r in rles])
+    return np.ascontiguousarray(decoded.transpose(2, 0, 1)).astype(bool)
+
+
+def mask_areas(rles: Sequence[RLE]) -> np.ndarray:
+    """Pixel count of each mask, from the runs (no decoding)."""
+    if not len(rles):
+        return np.zeros(0, dtype=np.float64)
+    return np.asarray(mask_api.area([_as_api(r) for r in rles]), dtype=np.float64)
+
+
+def mask_iou_matrix(predicted: Sequence[RLE], truth: Sequence[RLE]) -> np.ndarray:
+    """IoU of every predicted mask with every true mask, ``(len(predicted), len(truth))``, on the runs.
+    Two empty masks have IoU 0 (COCO's convention)."""
+    if not len(predicted) or not len(truth):
+        return np.zeros((len(predicted), len(truth)), dtype=np.float64)
+    iou = mask_api.iou([_as_api(r) for r in predicted], [_as_api(r) for r in truth], [0] * len(truth))
+    return np.asarray(iou, dtype=np.float64).reshape(len(predicted), len(truth))
+
+
+def mask_boxes(rles: Sequence[RLE]) -> np.ndarray:
+    """Tight xyxy pixel-edge boxes of the masks ``(n, 4)`` (all zero for an empty mask)."""
+    if not len(rles):
+        return np.zeros((0, 4), dtype=np.float64)
+    xywh = np.asarray(mask_api.toBbox([_as_api(r) for r in rles]), dtype=np.float64).reshape(-1, 4)
+    return np.concatenate([xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], axis=1)
+
+
+__all__ = ["RLE", "decode_masks", "encode_masks", "mask_areas", "mask_boxes", "mask_iou_matrix", "to_compressed"]

@@ -2,11 +2,11 @@
 
 A person checks grounded captions by watching them, so each predicted video is re-encoded at its
 own size, frame rate and frame count with the boxes (one colour per phrase, labelled), their masks
-where the predictions carry them, and the clip's caption drawn in. Boxes exist on the 5-fps grid; a source frame shows the boxes of the latest grid
-frame at or before it (they hold for 1/5 s). Where clips overlap, a grid frame takes the clip whose
-centre is nearest. Drawing is done once per grid frame with PIL into an RGBA overlay, which is then
-alpha-blended onto all the source frames it covers at once; frames are decoded and encoded in
-chunks, so any length fits in memory.
+where the predictions carry them, and the clip's caption drawn in. Boxes exist on the 5-fps grid;
+a source frame shows the boxes of the latest grid frame at or before it (they hold for 1/5 s).
+Where clips overlap, a grid frame takes the clip whose centre is nearest. Drawing is done once per
+grid frame with PIL into an RGBA overlay, which is then alpha-blended onto all the source frames it
+covers at once; frames are decoded and encoded in chunks, so any length fits in memory.
 
 The drawing itself lives in :mod:`core.drawing`, shared with the TensorBoard clips and the web demo;
 the encoding is :class:`formats.video.VideoWriter`.

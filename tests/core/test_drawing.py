@@ -1,6 +1,17 @@
 """The one drawing code of the project: colours per phrase, labelled boxes, caption band, blending."""
-from core.drawing import (CAPTION_ALPHA, LABEL_ALPHA, MASK_ALPHA, PALETTE, composite, draw_boxes, mask_layer,
-                          mask_outline, over, phrase_colours, render_overlay)
+from core.drawing import (
+    CAPTION_ALPHA,
+    LABEL_ALPHA,
+    MASK_ALPHA,
+    PALETTE,
+    composite,
+    draw_boxes,
+    mask_layer,
+    mask_outline,
+    over,
+    phrase_colours,
+    render_overlay,
+)
 
 import numpy as np
 import pytest

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from datamodules.video_folder import VideoInfo, clip_records
+from formats.mask_rle import encode_masks
 from webdemo.results import (
     ClipResult,
     assemble_clips,
@@ -14,7 +15,6 @@ from webdemo.results import (
     frame_boxes,
     frame_masks,
 )
-from formats.mask_rle import encode_masks
 
 
 def _hex(colour):

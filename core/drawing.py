@@ -162,13 +162,15 @@ def mask_layer(width: int, height: int, masks: Sequence[np.ndarray | None], colo
 def over(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
     """Porter-Duff "over" of two RGBA uint8 layers: blending the result onto a frame is (to rounding)
     blending ``bottom`` and then ``top``; where ``top`` is transparent the result is ``bottom``, where
-    it is opaque, ``top``, exactly."""
-    a_top = top[..., 3:4].astype(np.float64) / 255.0
-    a_bottom = bottom[..., 3:4].astype(np.float64) / 255.0
-    alpha = a_top + a_bottom * (1.0 - a_top)
-    rgb = top[..., :3] * a_top + bottom[..., :3] * (a_bottom * (1.0 - a_top))
-    rgb = np.divide(rgb, alpha, out=np.zeros_like(rgb), where=alpha > 0)
-    return np.concatenate([np.round(rgb), np.round(alpha * 255.0)], axis=-1).clip(0, 255).astype(np.uint8)
+    it is opaque, ``top``, exactly. Only the pixels ``bottom`` covers are computed (elsewhere: ``top``)."""
+    out = top.copy()
+    under = bottom[..., 3] > 0
+    t, b = top[under].astype(np.float64), bottom[under].astype(np.float64)
+    a_top, a_bottom = t[:, 3:] / 255.0, b[:, 3:] / 255.0
+    alpha = a_top + a_bottom * (1.0 - a_top)  # > 0 wherever the bottom covers
+    rgb = (t[:, :3] * a_top + b[:, :3] * (a_bottom * (1.0 - a_top))) / alpha
+    out[under] = np.concatenate([np.round(rgb), np.round(alpha * 255.0)], axis=-1).clip(0, 255).astype(np.uint8)
+    return out
 
 
 def composite(frames: np.ndarray, overlay: np.ndarray) -> np.ndarray:

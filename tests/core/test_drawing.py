@@ -102,7 +102,10 @@ def test_over_blends_like_two_composites(seed):
     frames = rng.integers(0, 256, (2, 6, 8, 3), dtype=np.uint8)
     top, bottom = rng.integers(0, 256, (2, 6, 8, 4), dtype=np.uint8)
     top[0, :, 3], top[1, :, 3] = 0, 255
+    bottom[..., 3] = np.maximum(bottom[..., 3], 1)
+    bottom[2:4, :4, 3] = 0  # transparent underneath: the top as it is
     both = over(top, bottom)
+    np.testing.assert_array_equal(both[2:4, :4], top[2:4, :4])
     two_steps = composite(composite(frames, bottom), top).astype(int)
     assert np.abs(composite(frames, both).astype(int) - two_steps).max() <= 1  # rounding once, not twice
     np.testing.assert_array_equal(both[0], bottom[0])  # transparent on top: the bottom, exactly

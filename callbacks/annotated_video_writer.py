@@ -1,12 +1,12 @@
 """Annotated MP4s of ``predict`` runs: every frame of the input with its predicted boxes and caption.
 
 A person checks grounded captions by watching them, so each predicted video is re-encoded at its
-own size, frame rate and frame count with the boxes (one colour per phrase, labelled) and the clip's
-caption drawn in. Boxes exist on the 5-fps grid; a source frame shows the boxes of the latest grid
-frame at or before it (they hold for 1/5 s). Where clips overlap, a grid frame takes the clip whose
-centre is nearest. Drawing is done once per grid frame with PIL into an RGBA overlay, which is then
-alpha-blended onto all the source frames it covers at once; frames are decoded and encoded in
-chunks, so any length fits in memory.
+own size, frame rate and frame count with the boxes (one colour per phrase, labelled), their masks
+where the predictions carry them, and the clip's caption drawn in. Boxes exist on the 5-fps grid;
+a source frame shows the boxes of the latest grid frame at or before it (they hold for 1/5 s).
+Where clips overlap, a grid frame takes the clip whose centre is nearest. Drawing is done once per
+grid frame with PIL into an RGBA overlay, which is then alpha-blended onto all the source frames it
+covers at once; frames are decoded and encoded in chunks, so any length fits in memory.
 
 The drawing itself lives in :mod:`core.drawing`, shared with the TensorBoard clips and the web demo;
 the encoding is :class:`formats.video.VideoWriter`.
@@ -26,6 +26,7 @@ import lightning as L
 import numpy as np
 
 from callbacks.prediction_writer import PredictionWriter, run_dir
+from formats.mask_rle import decode_masks
 from formats.video import VideoDecodeError, VideoWriter, open_video
 
 # ---------------------------------------------------------------- one video
@@ -52,11 +53,12 @@ def grid_owners(clips: Sequence[ClipPrediction]) -> tuple[np.ndarray, np.ndarray
     return unique, owner[order][first]
 
 
-def _frame_boxes(prediction: Mapping[str, Any] | None) -> dict[int, tuple[np.ndarray, list[str]]]:
+def _frame_boxes(prediction: Mapping[str, Any] | None) -> dict[int, tuple[np.ndarray, list[str], list | None]]:
+    """Grid frame -> (boxes, labels, the boxes' RLE masks or None where the entry has no ``masks``)."""
     if not prediction:
         return {}
     return {int(f["frame"]): (np.asarray(f.get("boxes") or np.zeros((0, 4)), dtype=np.float64).reshape(-1, 4),
-                              list(f.get("labels", []))) for f in prediction.get("frames", [])}
+                              list(f.get("labels", [])), f.get("masks")) for f in prediction.get("frames", [])}
 
 
 def render_annotated_video(source, out_path: str | Path, clips: Sequence[ClipPrediction], first: int, last: int,
@@ -78,9 +80,10 @@ def render_annotated_video(source, out_path: str | Path, clips: Sequence[ClipPre
             slot = np.maximum(np.searchsorted(grid, np.arange(start, stop), side="right") - 1, 0)
             for s in np.unique(slot):
                 clip = int(owner[s])
-                boxes, labels = boxes_of[clip].get(int(grid[s]), (np.zeros((0, 4)), []))
+                boxes, labels, rles = boxes_of[clip].get(int(grid[s]), (np.zeros((0, 4)), [], None))
+                masks = [decode_masks([m])[0] if m else None for m in rles] if rles else None
                 overlay = render_overlay(width, height, boxes, labels, colours[clip], captions[clip],
-                                         line_width=line_width, font_size=font_size)
+                                         line_width=line_width, font_size=font_size, masks=masks)
                 mask = slot == s
                 frames[mask] = composite(frames[mask], overlay)
             encoder.write(frames)

@@ -5,6 +5,11 @@ all draw with these helpers, so a phrase looks the same everywhere: one palette 
 (in order of first appearance), a labelled outline per box, and the caption in a band at the
 bottom. Drawing goes into an RGBA overlay with PIL, which is then alpha-blended onto any number of
 frames at once (:func:`composite`).
+
+A box may come with a segmentation mask (boolean, the frame's size): it is filled translucent in
+the box's colour with a thin opaque contour (:func:`mask_layer`, numpy over the whole frame), and
+lies under the boxes, labels and caption band (:func:`over`). Without masks the overlay holds the
+boxes, labels and caption alone.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ PALETTE = (
 )
 LABEL_ALPHA = 210
 CAPTION_ALPHA = 160
+MASK_ALPHA = 110  # a mask's fill: the frame stays readable under it
 
 
 def phrase_colours(phrases: Sequence[str]) -> dict[str, tuple[int, int, int]]:
@@ -75,10 +81,12 @@ def ink(colour: tuple[int, int, int]) -> tuple[int, int, int, int]:
 def render_overlay(width: int, height: int, boxes: np.ndarray, labels: Sequence[str],
                    colours: Mapping[str, tuple[int, int, int]], caption: str | None = None,
                    line_width: int | None = None, font_size: int | None = None,
-                   max_caption_lines: int = 3, scores: Sequence[float] | None = None) -> np.ndarray:
+                   max_caption_lines: int = 3, scores: Sequence[float] | None = None,
+                   masks: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
     """RGBA ``(height, width, 4)`` uint8 overlay: labelled pixel-xyxy boxes and a caption band.
 
-    ``scores`` (one per box) are written after each label with two decimals."""
+    ``scores`` (one per box) are written after each label with two decimals. ``masks`` (one per box,
+    a boolean ``(height, width)`` array or None) are drawn under everything else (:func:`mask_layer`)."""
     auto_line, auto_font = default_sizes(width, height)
     line_width = line_width or auto_line
     font = load_font(font_size or auto_font)
@@ -108,7 +116,61 @@ def render_overlay(width: int, height: int, boxes: np.ndarray, labels: Sequence[
         draw.rectangle([tx, ty, tx + tw + 2 * pad - 1, ty + th + 2 * pad - 1], fill=(*colour, LABEL_ALPHA))
         left, top = font.getbbox(text)[:2]
         draw.text((tx + pad - left, ty + pad - top), text, fill=ink(colour), font=font)
-    return np.asarray(image)
+    overlay = np.asarray(image)
+    if masks is None or all(m is None for m in masks):
+        return overlay
+    if len(masks) != len(labels):
+        raise ValueError(f"render_overlay: {len(masks)} masks for {len(labels)} boxes (one mask or None per box)")
+    layer = mask_layer(width, height, masks, [colours.get(label, PALETTE[0]) for label in labels],
+                       outline_width=max(1, line_width // 2))
+    return over(overlay, layer)
+
+
+def mask_outline(mask: np.ndarray, width: int = 1) -> np.ndarray:
+    """The pixels of ``mask`` within ``width`` pixels (4-neighbour steps) of its edge; the frame's
+    border counts as outside."""
+    inner = mask.copy()
+    for _ in range(width):  # one erosion by the 4-neighbourhood per pixel of width
+        shrunk = inner.copy()
+        shrunk[1:] &= inner[:-1]
+        shrunk[:-1] &= inner[1:]
+        shrunk[:, 1:] &= inner[:, :-1]
+        shrunk[:, :-1] &= inner[:, 1:]
+        shrunk[0, :] = shrunk[-1, :] = False
+        shrunk[:, 0] = shrunk[:, -1] = False
+        inner = shrunk
+    return mask & ~inner
+
+
+def mask_layer(width: int, height: int, masks: Sequence[np.ndarray | None], colours: Sequence[tuple[int, int, int]],
+               fill_alpha: int = MASK_ALPHA, outline_width: int = 1) -> np.ndarray:
+    """RGBA ``(height, width, 4)`` uint8 layer: each mask filled in its colour at ``fill_alpha`` and
+    outlined opaque, ``outline_width`` pixels wide. A later mask covers an earlier one where they overlap."""
+    layer = np.zeros((height, width, 4), dtype=np.uint8)
+    for i, (mask, colour) in enumerate(zip(masks, colours)):
+        if mask is None:
+            continue
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (height, width):
+            raise ValueError(f"mask {i} is {mask.shape[1] if mask.ndim == 2 else '?'}x{mask.shape[0]} pixels "
+                             f"(shape {mask.shape}), the frame {width}x{height}: a mask has the frame's size")
+        layer[mask] = (*colour, fill_alpha)
+        layer[mask_outline(mask, outline_width)] = (*colour, 255)
+    return layer
+
+
+def over(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
+    """Porter-Duff "over" of two RGBA uint8 layers: blending the result onto a frame is (to rounding)
+    blending ``bottom`` and then ``top``; where ``top`` is transparent the result is ``bottom``, where
+    it is opaque, ``top``, exactly. Only the pixels ``bottom`` covers are computed (elsewhere: ``top``)."""
+    out = top.copy()
+    under = bottom[..., 3] > 0
+    t, b = top[under].astype(np.float64), bottom[under].astype(np.float64)
+    a_top, a_bottom = t[:, 3:] / 255.0, b[:, 3:] / 255.0
+    alpha = a_top + a_bottom * (1.0 - a_top)  # > 0 wherever the bottom covers
+    rgb = (t[:, :3] * a_top + b[:, :3] * (a_bottom * (1.0 - a_top))) / alpha
+    out[under] = np.concatenate([np.round(rgb), np.round(alpha * 255.0)], axis=-1).clip(0, 255).astype(np.uint8)
+    return out
 
 
 def composite(frames: np.ndarray, overlay: np.ndarray) -> np.ndarray:
@@ -120,7 +182,9 @@ def composite(frames: np.ndarray, overlay: np.ndarray) -> np.ndarray:
 
 def draw_boxes(frames: np.ndarray, boxes: np.ndarray, labels: Sequence[str],
                colours: Mapping[str, tuple[int, int, int]], caption: str | None = None,
-               scores: Sequence[float] | None = None, **sizes) -> np.ndarray:
-    """``(N, H, W, 3)`` uint8 frames with the same labelled boxes (and caption) drawn on each."""
+               scores: Sequence[float] | None = None, masks: Sequence[np.ndarray | None] | None = None,
+               **sizes) -> np.ndarray:
+    """``(N, H, W, 3)`` uint8 frames with the same labelled boxes (and caption, and masks) drawn on each."""
     height, width = frames.shape[1:3]
-    return composite(frames, render_overlay(width, height, boxes, labels, colours, caption, scores=scores, **sizes))
+    return composite(frames, render_overlay(width, height, boxes, labels, colours, caption, scores=scores,
+                                            masks=masks, **sizes))

@@ -40,6 +40,8 @@ class ClipTubes:
         scores: ``(P, F)`` box confidences (optional; 1 where missing).
         text: ``(P, D)`` L2-normalised phrase embeddings (optional).
         appearance: ``(P, D')`` appearance features (optional; normalised here).
+        masks: ``(P, F)`` object array of each box's COCO RLE mask, None where a box has none
+            (optional; carried into the entities' tubes, not used for linking).
     """
 
     frames: np.ndarray
@@ -49,6 +51,7 @@ class ClipTubes:
     scores: np.ndarray | None = None
     text: np.ndarray | None = None
     appearance: np.ndarray | None = None
+    masks: np.ndarray | None = None
 
     def __post_init__(self):
         self.frames = np.asarray(self.frames, dtype=np.int64)
@@ -57,6 +60,8 @@ class ClipTubes:
         self.present = np.asarray(self.present, dtype=bool).reshape(P, F)
         self.scores = (np.ones((P, F)) if self.scores is None
                        else np.asarray(self.scores, dtype=np.float64).reshape(P, F))
+        if self.masks is not None and np.shape(self.masks) != (P, F):
+            raise ValueError(f"ClipTubes: masks are shaped {np.shape(self.masks)}, the tubes ({P}, {F})")
 
 
 @dataclass
@@ -87,11 +92,13 @@ class LinkingWeights:
 
 @dataclass
 class Entity:
-    """One object over the whole video: its phrases (clip index, phrase) and its tube."""
+    """One object over the whole video: its phrases (clip index, phrase), its tube and the tube's masks
+    (on the frames whose kept box came with one)."""
 
     id: int
     mentions: list[tuple[int, str]] = field(default_factory=list)
     tube: dict[int, tuple[np.ndarray, float]] = field(default_factory=dict)  # frame -> (box, score)
+    masks: dict[int, dict] = field(default_factory=dict)  # frame -> COCO RLE of the tube's box there
     text_sum: np.ndarray | None = None
     appearance_sum: np.ndarray | None = None
 
@@ -113,6 +120,11 @@ class Entity:
             score = float(tubes.scores[p, f])
             if frame not in self.tube or score > self.tube[frame][1]:
                 self.tube[frame] = (tubes.boxes[p, f].copy(), score)
+                mask = tubes.masks[p, f] if tubes.masks is not None else None
+                if mask is None:
+                    self.masks.pop(frame, None)
+                else:
+                    self.masks[frame] = mask
         if tubes.text is not None:
             self.text_sum = _accumulate(self.text_sum, tubes.text[p])
         if tubes.appearance is not None:

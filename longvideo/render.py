@@ -1,6 +1,7 @@
 """The annotated MP4 of a long video: each entity keeps one colour and one label for the whole video.
 
-Boxes come from the timeline's entity tubes (grid frames); a source frame shows the boxes of the
+Boxes come from the timeline's entity tubes (grid frames), each with its mask (translucent, in the
+entity's colour, under the box) where the tube point carries one; a source frame shows the boxes of the
 latest grid frame at or before it, and the caption of the segment it lies in ("(not decoded)" in
 a gap). The video is read in one streaming pass and written chunk by chunk, so memory does not
 grow with its length; the drawing is :mod:`core.drawing`'s.
@@ -15,6 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from formats.frame_grids import annotation_step
+from formats.mask_rle import decode_masks
 from formats.video import DecodeGap, VideoWriter, stream_frames
 
 
@@ -27,16 +29,25 @@ def entity_colours(timeline: Mapping[str, Any]) -> dict[str, tuple[int, int, int
     return {entity_label(e): PALETTE[int(e["id"]) % len(PALETTE)] for e in timeline["entities"]}
 
 
-def grid_boxes(timeline: Mapping[str, Any]) -> dict[int, tuple[np.ndarray, list[str]]]:
-    """Grid frame -> (boxes, labels) of every entity seen on it."""
-    out: dict[int, tuple[list, list]] = {}
+def grid_boxes(timeline: Mapping[str, Any]) -> dict[int, tuple[np.ndarray, list[str], list[dict | None]]]:
+    """Grid frame -> (boxes, labels, masks: the tube points' RLE masks, None where a point has none) of
+    every entity seen on it."""
+    out: dict[int, tuple[list, list, list]] = {}
     for entity in timeline["entities"]:
         label = entity_label(entity)
         for point in entity["tube"]:
-            boxes, labels = out.setdefault(int(point["frame"]), ([], []))
+            boxes, labels, masks = out.setdefault(int(point["frame"]), ([], [], []))
             boxes.append(point["box"])
             labels.append(label)
-    return {f: (np.asarray(b, dtype=np.float64).reshape(-1, 4), l) for f, (b, l) in out.items()}
+            masks.append(point.get("mask"))
+    return {f: (np.asarray(b, dtype=np.float64).reshape(-1, 4), l, m) for f, (b, l, m) in out.items()}
+
+
+def decoded_masks(rles: list[dict | None]) -> list[np.ndarray | None] | None:
+    """Boolean masks of the RLEs (None kept); None when there are none at all."""
+    if not any(rles):
+        return None
+    return [decode_masks([m])[0] if m else None for m in rles]
 
 
 def render_timeline_video(timeline: Mapping[str, Any], out_path: str | Path, chunk_frames: int = 64,
@@ -77,8 +88,8 @@ def render_timeline_video(timeline: Mapping[str, Any], out_path: str | Path, chu
         keys = [key_for(i) for i in indices]
         for key in dict.fromkeys(keys):
             if key not in overlays:
-                b, labels = boxes_at.get(key[0], (np.zeros((0, 4)), []))
-                overlays[key] = render_overlay(width, height, b, labels, colours, key[1])
+                b, labels, rles = boxes_at.get(key[0], (np.zeros((0, 4)), [], []))
+                overlays[key] = render_overlay(width, height, b, labels, colours, key[1], masks=decoded_masks(rles))
             mask = np.array([k == key for k in keys])
             frames[mask] = composite(frames[mask], overlays[key])
         for key in [k for k in overlays if k != keys[-1]]:  # the next chunk starts with the last one

@@ -9,7 +9,8 @@ beside this file (``format: grove-timeline``, ``version: 1``):
   with the entity it belongs to (``null`` for a clip that was not predicted);
 - ``gaps``: stretches that could not be decoded, with the decoder's reason;
 - ``entities``: id, name (the most informative phrase), all its phrases, the segments it is in,
-  and its tube: one box per grid frame where it was seen, with the score and the clip it came from;
+  and its tube: one box per grid frame where it was seen, with the score, and the box's mask (COCO
+  RLE, the video's frame size) where the clip's predictions carry masks;
 - ``story``: the clip captions in order, and an optional summary caption with the entity each of its
   tagged phrases stands for.
 """
@@ -33,7 +34,8 @@ def clip_tubes(frames: Sequence[int], prediction: Mapping[str, Any], text: np.nd
                appearance: np.ndarray | None = None) -> ClipTubes:
     """A clip's prediction (prediction format) as :class:`ClipTubes` on the clip's grid ``frames``.
 
-    Phrases are the distinct phrases of the prediction; boxes labelled with a phrase are its tube."""
+    Phrases are the distinct phrases of the prediction; boxes labelled with a phrase are its tube, and
+    their masks (the entries' ``masks``, where present) its masks."""
     phrases = list(dict.fromkeys(prediction.get("phrases", [])))
     frames = np.asarray(frames, dtype=np.int64)
     row = {int(f): i for i, f in enumerate(frames)}
@@ -41,16 +43,20 @@ def clip_tubes(frames: Sequence[int], prediction: Mapping[str, Any], text: np.nd
     boxes = np.zeros((len(phrases), len(frames), 4))
     present = np.zeros((len(phrases), len(frames)), dtype=bool)
     scores = np.zeros((len(phrases), len(frames)))
+    masks = np.full((len(phrases), len(frames)), None, dtype=object)
     for entry in prediction.get("frames", []):
         f = row.get(int(entry["frame"]))
         if f is None:
             continue
+        entry_masks = entry.get("masks") or [None] * len(entry.get("boxes", []))
         for k, (box, label) in enumerate(zip(entry.get("boxes", []), entry.get("labels", []))):
             p = col.get(label)
             score = float(entry["scores"][k]) if "scores" in entry else 1.0
             if p is not None and (not present[p, f] or score > scores[p, f]):
                 boxes[p, f], present[p, f], scores[p, f] = box, True, score
-    return ClipTubes(frames, phrases, boxes, present, scores, text, appearance)
+                masks[p, f] = entry_masks[k] if k < len(entry_masks) else None
+    any_mask = any(m is not None for m in masks.flat)
+    return ClipTubes(frames, phrases, boxes, present, scores, text, appearance, masks if any_mask else None)
 
 
 def _seconds(frame: int, fps: float) -> float:
@@ -142,7 +148,8 @@ def build_timeline(video: Mapping[str, Any], clips: Sequence[Mapping[str, Any]],
             "last_s": _seconds(frames[-1], fps) if frames else None,
             "tube": [{"frame": int(f), "time_s": _seconds(f, fps),
                       "box": [round(float(v), 2) for v in entity.tube[f][0]],
-                      "score": round(float(entity.tube[f][1]), 4)} for f in frames],
+                      "score": round(float(entity.tube[f][1]), 4),
+                      **({"mask": entity.masks[f]} if f in entity.masks else {})} for f in frames],
         })
     return {
         "video_id": video["video_id"], "path": str(video.get("path", "")), "fps": fps,

@@ -3,7 +3,7 @@
 The predictions (the entries of ``predictions_predict.json``, boxes kept at the chosen objectness
 threshold) and every phrase's objectness on every grid frame (before the threshold) become one
 :class:`ClipResult` per clip of the video, in time order. From there: the caption as HTML with
-each phrase in its drawing colour, a clip's grid frame at full size with its boxes and scores, and
+each phrase in its drawing colour, a clip's grid frame at full size with its boxes, scores and masks, and
 the one-line labels of the clip list.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from formats.mask_rle import decode_masks
 from formats.records import PHRASE_TAG
 
 
@@ -121,11 +122,22 @@ def frame_boxes(prediction: Mapping[str, Any] | None, frame: int) -> tuple[np.nd
     return np.zeros((0, 4)), [], []
 
 
+def frame_masks(prediction: Mapping[str, Any] | None, frame: int) -> list[np.ndarray | None] | None:
+    """The masks of the boxes on source frame ``frame`` (boolean, the frame's size; None for a box without
+    one), or None when the predictions carry no masks there."""
+    for entry in (prediction or {}).get("frames", []):
+        if int(entry["frame"]) == int(frame):
+            rles = entry.get("masks")
+            return [decode_masks([m])[0] if m else None for m in rles] if rles else None
+    return None
+
+
 def draw_frame(image: np.ndarray, prediction: Mapping[str, Any] | None, frame: int) -> np.ndarray:
-    """One ``(H, W, 3)`` source frame at full size with the clip's kept boxes, labels and scores."""
+    """One ``(H, W, 3)`` source frame at full size with the clip's kept boxes, labels, scores and masks."""
     boxes, labels, scores = frame_boxes(prediction, frame)
     colours = phrase_colours((prediction or {}).get("phrases", []))
-    return draw_boxes(image[None], boxes, labels, colours, scores=scores or None)[0]
+    return draw_boxes(image[None], boxes, labels, colours, scores=scores or None,
+                      masks=frame_masks(prediction, frame))[0]
 
 
 def summary_markdown(result: DemoResult) -> str:

@@ -66,13 +66,15 @@ def tube_html(video: Mapping[str, Any], entity_id: int | None) -> str:
         t = p["time_s"] / duration * width
         points.append((t, (x1 + x2) / 2 / video["width"] * (height / 2 - 4) + 2,
                        (y1 + y2) / 2 / video["height"] * (height / 2 - 4) + height / 2 + 2))
+    with_mask = sum("mask" in p for p in entity["tube"])
+    masked = f", {with_mask} with a mask" if with_mask else ""
     dots = "".join(f'<circle cx="{t:.1f}" cy="{cx:.1f}" r="1.5" fill="{colour}"/>'
                    f'<circle cx="{t:.1f}" cy="{cy:.1f}" r="1.5" fill="{colour}"/>' for t, cx, cy in points)
     return (f'<div class="grove-tube" data-entity="{entity["id"]}" data-points="{len(entity["tube"])}">'
             f'<h3 style="color:{colour}">#{entity["id"]} {html.escape(entity["name"])}</h3>'
             f"<p>phrases: {html.escape(', '.join(entity['phrases']))}<br>segments: "
             f"{html.escape(', '.join(entity['segments']))}<br>seen {entity['first_s']:.1f}-{entity['last_s']:.1f} s, "
-            f"{len(entity['tube'])} boxes</p>"
+            f"{len(entity['tube'])} boxes{masked}</p>"
             f'<svg width="{width}" height="{height}" role="img" aria-label="box centre over time">'
             f'<rect width="{width}" height="{height}" fill="#f4f4f4"/>'
             f'<text x="4" y="12" font-size="10">centre x</text><text x="4" y="{height / 2 + 12}" font-size="10">'

@@ -1,8 +1,9 @@
 """The entity-coloured MP4: entity k keeps palette colour k in every clip, gaps keep the length."""
-from core.drawing import LABEL_ALPHA, PALETTE
+from core.drawing import LABEL_ALPHA, MASK_ALPHA, PALETTE
 
 import numpy as np
 
+from formats.mask_rle import encode_masks
 from formats.video import PyAVVideoSource, write_video
 from longvideo.render import entity_colours, render_timeline_video
 
@@ -42,3 +43,26 @@ def test_a_gap_keeps_the_frame_count(tmp_path):
     out = render_timeline_video(timeline, tmp_path / "out.mp4")
     with PyAVVideoSource(out) as rendered:
         assert rendered.num_frames == 100
+
+
+def test_each_entity_s_masks_are_drawn_in_its_colour(tmp_path):
+    video = write_video(tmp_path / "v.mp4", np.full((20, 360, 640, 3), 40, np.uint8), fps=10)
+    timeline = timeline_for(video, 20)
+    cup, knife = np.zeros((360, 640), bool), np.zeros((360, 640), bool)
+    cup[140:230, 130:270] = True  # inside each box, clear of its outline and label
+    knife[160:280, 430:570] = True
+    for entity, mask in zip(timeline["entities"], (cup, knife)):
+        for k, point in enumerate(entity["tube"]):
+            if k % 2 == 0:  # every other grid frame (0, 4, 8, ...) carries a mask
+                point["mask"] = encode_masks(mask)[0]
+    out = render_timeline_video(timeline, tmp_path / "out.mp4")
+    with PyAVVideoSource(out) as rendered:
+        frames = rendered.read_frames(range(20)).astype(float)
+    for entity, (y, x) in ((0, (185, 200)), (3, (220, 500))):
+        blend = (np.array(PALETTE[entity]) * MASK_ALPHA + 40 * (255 - MASK_ALPHA)) / 255
+        inside = frames[:, y - 10:y + 10, x - 10:x + 10].mean((1, 2))  # (frames, 3)
+        with_mask = (np.arange(20) // 2) % 2 == 0  # a grid frame's mask holds until the next grid frame
+        assert np.abs(inside[with_mask] - blend).max() < 12, (entity, inside[with_mask], blend)
+        assert np.abs(inside[~with_mask] - 40).max() < 12, (entity, inside[~with_mask])
+    outside = frames[:, 120:128, 110:118].mean((1, 2))  # in the cup's box, off its mask
+    assert np.abs(outside - 40).max() < 12

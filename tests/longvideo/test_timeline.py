@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from formats.mask_rle import decode_masks, encode_masks
 from longvideo.appearance import box_cells, phrase_appearance, pooled_box_features
 from longvideo.timeline import build_timeline, clip_tubes, timeline_document, timeline_problems
 
@@ -54,6 +55,38 @@ def test_timeline_links_clips_and_marks_the_gap():
     assert timeline["story"]["captions"] == ["A ball rolls.", "The ball stops by a cup.", "A cup."]
     document = timeline_document([timeline])
     assert timeline_problems(json.loads(json.dumps(document))) == []
+
+
+def _square_mask(x1, y1, x2, y2, shape=(180, 320)):
+    mask = np.zeros(shape, bool)
+    mask[y1:y2, x1:x2] = True
+    return encode_masks(mask)[0]
+
+
+def test_an_entitys_tube_keeps_the_masks_of_its_kept_boxes():
+    ball = [10, 10, 50, 50]
+    clips = [clip("v_0", 0, 0), clip("v_1", 1, 12)]  # overlapping: frames 12 and 24 are in both
+    first = prediction("A ball.", {"a ball": ball}, clips[0]["frames"])
+    second = prediction("The ball.", {"a ball": ball}, clips[1]["frames"])
+    for k, entry in enumerate(first["frames"]):
+        entry["masks"] = [_square_mask(10 + k, 10, 30 + k, 30)] if k != 1 else [None]  # frame 6: no mask
+    for entry in second["frames"]:
+        entry["scores"] = [0.95] if entry["frame"] == 24 else [0.5]  # wins frame 24 only, without a mask
+    timeline = build_timeline(VIDEO, clips, {"v_0": first, "v_1": second})
+    (entity,) = timeline["entities"]
+    masks = {p["frame"]: p.get("mask") for p in entity["tube"]}
+    assert sorted(masks) == [0, 6, 12, 18, 24, 30, 36]
+    # frame 12: the first clip's box (0.9 over 0.5) and its mask; frame 24: the second's, which has none
+    assert [f for f, m in masks.items() if m is not None] == [0, 12, 18]
+    mask_12 = decode_masks([masks[12]])[0]
+    assert mask_12[10:30, 12:32].all() and mask_12.sum() == 400
+    assert timeline_problems(json.loads(json.dumps(timeline_document([timeline])))) == []
+    plain = build_timeline(VIDEO, clips, {"v_0": prediction("A ball.", {"a ball": ball}, clips[0]["frames"]),
+                                          "v_1": second})
+    assert all("mask" not in p for p in plain["entities"][0]["tube"])  # no masks given: none written
+    broken = json.loads(json.dumps(timeline_document([timeline])))
+    broken["videos"][0]["entities"][0]["tube"][0]["mask"] = {"size": [180, 320], "counts": [1, 2]}
+    assert any("tube/0/mask/counts" in p for p in timeline_problems(broken))
 
 
 def test_a_skipped_clip_is_a_segment_without_caption():

@@ -14,14 +14,14 @@ def tiny_checkpoint(tiny_synthetic_root, tmp_path_factory):
 
 
 @contextmanager
-def tiny_demo_server(tiny_checkpoint, tmp_path, *extra):
+def tiny_demo_server(tiny_checkpoint, tmp_path, *extra, module: str = "tests.webdemo.fixed_caption_server"):
     """The demo on the tiny checkpoint (fixed captions, one sample): ``(url, process, log path)``."""
     from webdemo.browser import demo_server
 
     args = ["--config", str(ROOT / "configs" / "demo.yaml"), "--ckpt-path", str(tiny_checkpoint), "--samples", "1",
             *TINY_MODEL_ARGS, *extra]
     log = tmp_path / "server.log"
-    with demo_server(args, log, module="tests.webdemo.fixed_caption_server") as (url, process):
+    with demo_server(args, log, module=module) as (url, process):
         yield url, process, log
 
 

@@ -1,10 +1,11 @@
 """Result assembly: clips from the predict path's outputs, the coloured caption, one frame with its boxes."""
-from core.drawing import PALETTE
+from core.drawing import MASK_ALPHA, PALETTE
 
 import numpy as np
 import pytest
 
 from datamodules.video_folder import VideoInfo, clip_records
+from formats.mask_rle import encode_masks
 from webdemo.results import (
     ClipResult,
     assemble_clips,
@@ -12,6 +13,7 @@ from webdemo.results import (
     clip_label,
     draw_frame,
     frame_boxes,
+    frame_masks,
 )
 
 
@@ -94,3 +96,21 @@ def test_draw_frame_outlines_each_kept_box_in_its_phrase_colour(seed):
 def test_clip_result_defaults():
     clip = ClipResult("v_0", 0, 39, [0, 5], None)
     assert clip.objectness is None and clip.judge is None and clip.skipped is None
+
+
+def test_draw_frame_fills_each_mask_in_its_phrase_colour():
+    image = np.random.default_rng(0).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    knife = np.zeros((48, 64), bool)
+    knife[10:35, 35:55] = True  # inside the knife's box, clear of its outline
+    frame = {**PREDICTION["frames"][0], "masks": [None, encode_masks(knife)[0]]}
+    prediction = {**PREDICTION, "frames": [frame, PREDICTION["frames"][1]]}
+    masks = frame_masks(prediction, 10)
+    assert masks[0] is None and (masks[1] == knife).all()
+    assert frame_masks(PREDICTION, 10) is None and frame_masks(prediction, 15) is None
+    drawn = draw_frame(image, prediction, 10).astype(int)
+    expected = np.round((np.array(PALETTE[1]) * MASK_ALPHA + image[20, 45].astype(int) * (255 - MASK_ALPHA)) / 255)
+    np.testing.assert_array_equal(drawn[20, 45], expected)  # inside the mask: the translucent blend
+    assert drawn[34, 45].tolist() == list(PALETTE[1])  # its bottom contour: opaque
+    assert (drawn[20, 10] == image[20, 10]).all()  # the cup has no mask: its box's inside is untouched
+    assert (drawn[38, 45] == image[38, 45]).all()  # in the knife's box, below the mask
+    np.testing.assert_array_equal(draw_frame(image, prediction, 15), draw_frame(image, PREDICTION, 15))

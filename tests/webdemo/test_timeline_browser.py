@@ -43,6 +43,9 @@ def test_segments_and_tube_html():
     tube = tube_html(video, 0)
     assert 'data-points="80"' in tube and "segments: kitchen_0, kitchen_1" in tube
     assert tube_html(video, None) == ""
+    assert "80 boxes</p>" in tube  # no masks: not mentioned
+    video["entities"][0]["tube"][3]["mask"] = {"size": [180, 320], "counts": "0"}
+    assert "80 boxes, 1 with a mask</p>" in tube_html(video, 0)
 
 
 @pytest.mark.slow

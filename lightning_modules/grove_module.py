@@ -16,11 +16,13 @@ from models.grove.configuration import DecoderConfig, GlobalEncoderConfig, Groun
 from models.grove.loss import GroveLoss
 from models.grove.modeling import TEXT_PROTOCOLS, Grove
 from models.grove.processing import predict_clips
+from models.grove.quantization import check_scheme, quantize_weights
 from models.grove.windows import WINDOW_MODES
 
 # Evaluation settings: excluded from the saved hyper-parameters, so that with --ckpt_path the
 # command line decides them rather than the checkpoint.
-EVAL_SETTINGS = ("objectness_threshold", "objectness_strict", "max_new_tokens", "window_mode", "text_protocol")
+EVAL_SETTINGS = ("objectness_threshold", "objectness_strict", "max_new_tokens", "window_mode", "text_protocol",
+                 "weight_quantization")
 
 
 def start_from_glamm(model: Grove, folder: str) -> str:
@@ -77,6 +79,9 @@ class GroveModule(L.LightningModule):
             pre-training does (:func:`models.grove.convert_official.init_grove_from_glamm`: the LLM,
             projector, SAM and [SEG] projection from GLaMM; CLIP from ``global_encoder.checkpoint``;
             adapters and heads new). A table of where each tensor came from is printed.
+        weight_quantization: ``null`` or ``int8``: weight-only 8-bit backbones for predict, test and
+            validate (:mod:`models.grove.quantization`), applied when the stage starts, after the
+            weights (``--ckpt_path``) are loaded and cast; fitting with it is refused.
         optimizer / lr_scheduler: set from the config (AdamW, warm-up + linear decay by default).
     """
 
@@ -109,6 +114,7 @@ class GroveModule(L.LightningModule):
         text_protocol: str = "project",
         target_text: str = "as_is",
         init_from_glamm: str | None = None,
+        weight_quantization: str | None = None,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
     ):
@@ -123,6 +129,9 @@ class GroveModule(L.LightningModule):
         self.max_new_tokens = int(max_new_tokens)
         self.window_mode = window_mode
         self.text_protocol = text_protocol
+        self.weight_quantization = (None if weight_quantization is None
+                                    else check_scheme(weight_quantization, "model.weight_quantization"))
+        self.quantization_report = None
         # predict_step also returns every phrase's objectness on every frame (the web demo's plot)
         self.report_objectness = False
         self.optimizer_factory = optimizer
@@ -169,6 +178,29 @@ class GroveModule(L.LightningModule):
         """A weight stored as another kind of number than the module's (an int tensor for a float
         weight) is refused naming the key before Lightning loads it, which would cast it."""
         refuse_dtype_mismatch(self.state_dict(), checkpoint.get("state_dict", {}), "checkpoint")
+
+    def setup(self, stage: str) -> None:
+        if stage == "fit" and self.weight_quantization is not None:
+            raise ValueError(f"model.weight_quantization={self.weight_quantization}: quantised weights are for "
+                             "predict, test and validate; fit without it (set model.weight_quantization=null)")
+
+    def quantize_for_inference(self) -> None:
+        """Quantise the weights per ``weight_quantization`` (once). Lightning calls it when predict, test
+        or validate starts: after the checkpoint is restored and the precision plugin has cast the model."""
+        if self.weight_quantization is not None and self.quantization_report is None:
+            from lightning.pytorch.utilities import rank_zero_info
+
+            self.quantization_report = quantize_weights(self.model, self.weight_quantization)
+            rank_zero_info(str(self.quantization_report))
+
+    def on_predict_start(self) -> None:
+        self.quantize_for_inference()
+
+    def on_test_start(self) -> None:
+        self.quantize_for_inference()
+
+    def on_validation_start(self) -> None:
+        self.quantize_for_inference()
 
     def apply_freezing(self) -> None:
         """requires_grad per the config (frozen parts get no gradient and never change)."""

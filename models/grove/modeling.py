@@ -110,11 +110,13 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, **kwargs) -> "Grove":
-        """A GROVE from an exported folder or a hub repository id (local cache when offline)."""
-        from models.grove.pretrained import resolve_grove_folder
+        """A GROVE from an exported folder or a hub repository id (local cache when offline).
+        ``quantization="int8"``: weight-only 8-bit backbones (:mod:`models.grove.quantization`), applied last."""
+        from models.grove.pretrained import pop_quantization, quantize_loaded, resolve_grove_folder
 
+        quantization = pop_quantization(kwargs)
         folder = resolve_grove_folder(pretrained_model_name_or_path, kwargs)
-        return super().from_pretrained(str(folder), **kwargs)
+        return quantize_loaded(super().from_pretrained(str(folder), **kwargs), quantization)
 
     @classmethod
     def _from_pretrained(cls, *, model_id: str, map_location: str = "cpu", **_: object) -> "Grove":

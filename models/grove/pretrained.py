@@ -142,3 +142,25 @@ def load_grove(cls, folder: str | Path, map_location: str = "cpu"):
                                          template=prompt.get("chat_template", "vicuna_v1"),
                                          target_text=prompt.get("target_text", "as_is"))
     return model.to(map_location).eval()
+
+
+
+def pop_quantization(kwargs: dict) -> str | None:
+    """The ``quantization`` keyword of ``Grove.from_pretrained``, taken out of ``kwargs`` and checked
+    before anything loads (:data:`models.grove.quantization.SCHEMES`, or ``None``)."""
+    quantization = kwargs.pop("quantization", None)
+    if quantization is not None:
+        from models.grove.quantization import check_scheme
+
+        check_scheme(quantization, "Grove.from_pretrained(quantization=...)")
+    return quantization
+
+
+def quantize_loaded(model, quantization: str | None):
+    """``model`` with its weights quantised per ``quantization`` (``None``: as it is), after loading and any
+    dtype cast (:func:`models.grove.quantization.quantize_weights`)."""
+    if quantization is not None:
+        from models.grove.quantization import quantize_weights
+
+        quantize_weights(model, quantization)
+    return model

@@ -68,7 +68,8 @@ def test_masks_of_every_form_are_read_as_compressed_rle():
 
 def test_records_with_masks_round_trip_through_json_pickle_and_jsonl(tmp_path):
     record = GroundedRecord.from_dict(masked_raw(), source="gt.json")
-    for path in (write_records_json([record], tmp_path / "gt.json"), write_records_pickle([record], tmp_path / "gt.pkl"),
+    for path in (write_records_json([record], tmp_path / "gt.json"),
+                 write_records_pickle([record], tmp_path / "gt.pkl"),
                  write_jsonl_records([record], tmp_path / "gt.jsonl")):
         again = read_records(path)[0]
         assert again.masks == record.masks, path

@@ -99,13 +99,39 @@ def _greedy(rows, cols, n_images: int, nan_rule: str, accept):
     return n_pairs, iou_sum
 
 
+def gcg_mask_sums(images: Sequence[GCGImage], text_encoder=None, iou_threshold: float = 0.5,
+                  text_threshold: float = 0.5, vocabulary: PhraseVocabulary | None = None,
+                  recall: bool = True) -> dict[str, float]:
+    """What the two means are taken over, additive over batches of images: ``miou_sum`` and ``images``
+    (mIoU = their ratio), ``matches`` and ``true_phrases`` (recall = their ratio)."""
+    if iou_threshold <= 0:
+        raise ValueError(f"iou_threshold must be > 0 (the reference re-pairs taken masks at 0), got {iou_threshold}")
+    out = {"miou_sum": 0.0, "images": float(len(images)), "matches": 0.0, "true_phrases": 0.0}
+    if not images:
+        return out
+    truth, predicted = _side(images, truth=True), _side(images, truth=False)
+    n_pairs, iou_sum = _greedy(predicted, truth, len(images), "image_zero", lambda iou, r, c: iou > 0)
+    out["miou_sum"] = float(np.where(n_pairs > 0, iou_sum / np.maximum(n_pairs, 1), 0.0).sum())
+    out["true_phrases"] = float(len(truth[0]))
+    if recall and len(truth[0]):
+        encoder = resolve_text_encoder(text_encoder)
+        vocabulary = vocabulary if vocabulary is not None else PhraseVocabulary()
+        t_ids, p_ids = vocabulary.ids(truth[2]), vocabulary.ids(predicted[2])
+        emb = vocabulary.embed(encoder, np.concatenate([t_ids, p_ids]))
+
+        def accept(iou, r, c):
+            cosine = np.einsum("nd,nd->n", emb[t_ids[r]], emb[p_ids[c]])
+            return (iou >= iou_threshold) & (cosine >= text_threshold)
+
+        matches, _ = _greedy(truth, predicted, len(images), "first", accept)
+        out["matches"] = float(matches.sum())
+    return out
+
+
 def gcg_mask_miou(images: Sequence[GCGImage]) -> float:
     """GLaMM's GCG mask mIoU (see the module docstring); 0.0 for no image, as the reference."""
-    if not images:
-        return 0.0
-    n_pairs, iou_sum = _greedy(_side(images, truth=False), _side(images, truth=True), len(images), "image_zero",
-                               lambda iou, r, c: iou > 0)
-    return float(np.mean(np.where(n_pairs > 0, iou_sum / np.maximum(n_pairs, 1), 0.0)))
+    sums = gcg_mask_sums(images, recall=False)
+    return sums["miou_sum"] / sums["images"] if sums["images"] else 0.0
 
 
 def gcg_mask_recall(images: Sequence[GCGImage], text_encoder=None, iou_threshold: float = 0.5,
@@ -113,22 +139,8 @@ def gcg_mask_recall(images: Sequence[GCGImage], text_encoder=None, iou_threshold
     """GLaMM's GCG mask recall (see the module docstring); ``text_encoder`` as for the grounding
     metrics (an instance or a :func:`~metrics.text_encoder.build_text_encoder` spec). 0.0 when no
     image has a true phrase, as the reference."""
-    if iou_threshold <= 0:
-        raise ValueError(f"iou_threshold must be > 0 (the reference re-pairs taken masks at 0), got {iou_threshold}")
-    truth, predicted = _side(images, truth=True), _side(images, truth=False)
-    if not len(truth[0]):
-        return 0.0
-    encoder, vocabulary = resolve_text_encoder(text_encoder), PhraseVocabulary()
-    t_ids = vocabulary.ids(truth[2])
-    p_ids = vocabulary.ids(predicted[2])
-    emb = vocabulary.embed(encoder, np.concatenate([t_ids, p_ids]))
-
-    def accept(iou, r, c):
-        cosine = np.einsum("nd,nd->n", emb[t_ids[r]], emb[p_ids[c]])
-        return (iou >= iou_threshold) & (cosine >= text_threshold)
-
-    n_pairs, _ = _greedy(truth, predicted, len(images), "first", accept)
-    return float(n_pairs.sum() / len(truth[0]))
+    sums = gcg_mask_sums(images, text_encoder, iou_threshold, text_threshold)
+    return sums["matches"] / sums["true_phrases"] if sums["true_phrases"] else 0.0
 
 
-__all__ = ["GCGImage", "gcg_mask_miou", "gcg_mask_recall"]
+__all__ = ["GCGImage", "gcg_mask_miou", "gcg_mask_recall", "gcg_mask_sums"]

@@ -13,6 +13,7 @@ from formats.mask_rle import encode_masks
 from formats.records import write_records_json
 from metrics.evaluator.evaluation import evaluate_files, evaluate_predictions, filter_by_objectness
 from metrics.evaluator.prediction_validation import InvalidPredictionError
+from metrics.functional.gcg_masks import GCGImage, gcg_mask_miou, gcg_mask_recall
 from metrics.functional.grounding import (
     GroundingInputError,
     evaluate_grounding,
@@ -75,20 +76,33 @@ def test_figures_without_masks_on_either_side_are_the_box_figures_bit_for_bit(ca
     gt_only = evaluate_files(*_paths(tmp_path, masked, preds, "gt_masks"), level=level, **FAST)["metrics"]
     pred_only = evaluate_files(*_paths(tmp_path, records, masked_preds, "pred_masks"), level=level, **FAST)["metrics"]
     assert gt_only == before and pred_only == before
-    assert not [k for k in before if k.startswith("mask_")]
+    assert not [k for k in before if k.startswith(("mask_", "gcg_"))]
 
 
 def test_mask_figures_equal_the_functional_mask_metrics_and_box_figures_stay(case, tmp_path):
     records, masked, preds, masked_preds = case
     before = evaluate_files(*_paths(tmp_path, records, preds, "plain"), score_source="objectness", **FAST)["metrics"]
     got = evaluate_files(*_paths(tmp_path, masked, masked_preds, "both"), score_source="objectness", **FAST)["metrics"]
-    assert {k: v for k, v in got.items() if not k.startswith("mask_")} == before
+    assert {k: v for k, v in got.items() if not k.startswith(("mask_", "gcg_"))} == before
     want = evaluate_grounding({r.key: frames_from_record(r) for r in masked}, predictions_from_dict(masked_preds),
                               "exact", score_source="objectness", iou_kind="mask")
     for name in ("AP50", "mIoU", "recall", "AP50_frame", "mIoU_frame", "recall_frame"):
         assert got[f"mask_{name}"] == pytest.approx(want[name], abs=1e-12), name
     # Ellipses inscribed in the same boxes agree less than the boxes themselves
     assert 0 < got["mask_mIoU"] < got["mIoU"]
+    # GLaMM's GCG figures: one image per annotated frame with a true mask
+    images = []
+    for r in masked:
+        frames = {f["frame"]: f for f in masked_preds[r.key]["frames"]}
+        for i, frame in enumerate(r.frame_indices):
+            if not r.labels[i]:
+                continue
+            f = frames.get(int(frame), {"masks": [], "labels": []})
+            kept = [(m, l) for m, l in zip(f["masks"], f["labels"]) if m is not None]
+            images.append(GCGImage(r.masks[i], r.labels[i], [m for m, _ in kept], [l for _, l in kept]))
+    assert got["gcg_mask_mIoU"] == pytest.approx(gcg_mask_miou(images), abs=1e-12)
+    assert got["gcg_mask_recall"] == pytest.approx(gcg_mask_recall(images, "exact"), abs=1e-12)
+    assert 0 < got["gcg_mask_recall"] < 1
 
 
 def test_objectness_filter_and_skipped_boxes_keep_masks_aligned(case):

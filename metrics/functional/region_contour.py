@@ -142,5 +142,5 @@ def dataset_j_and_f(per_object: list[dict[str, float]]) -> dict[str, float]:
     return {"J": j, "F": f, "J&F": (j + f) / 2}
 
 
-__all__ = ["BOUND_TH", "boundary_map", "dilate_disk", "boundary_radius", "contour_accuracy", "dataset_j_and_f", "frame_statistics",
-           "j_and_f", "region_similarity"]
+__all__ = ["BOUND_TH", "boundary_map", "boundary_radius", "contour_accuracy", "dataset_j_and_f", "dilate_disk",
+           "frame_statistics", "j_and_f", "region_similarity"]

@@ -127,3 +127,19 @@ def test_statistics_and_dataset_mean():
     assert math.isnan(dataset_j_and_f([])["J&F"])
     with pytest.raises(ValueError, match="differ in shape"):
         region_similarity(a, a[:2])
+
+
+def test_disk_dilation_equals_opencv_dilate_with_the_disk_kernel():
+    """The reference dilates with ``cv2.dilate`` and a disk structuring element (default border)."""
+    cv2 = pytest.importorskip("cv2")
+    from metrics.functional.region_contour import dilate_disk
+
+    rng = np.random.default_rng(5)
+    for radius in (1, 2, 4, 8):
+        r = np.arange(-radius, radius + 1)
+        kernel = (r[:, None] ** 2 + r[None, :] ** 2 <= radius ** 2).astype(np.uint8)
+        masks = rng.random((3, 23, 31)) < 0.03
+        got = dilate_disk(masks, radius)
+        for t in range(3):
+            want = cv2.dilate(masks[t].astype(np.uint8), kernel).astype(bool)
+            assert (got[t] == want).all(), radius

@@ -80,11 +80,16 @@ def decode_masks(rles: Sequence[RLE]) -> np.ndarray:
     return np.ascontiguousarray(decoded.transpose(2, 0, 1)).astype(bool)
 
 
+_AREA_CHUNK = 255  # pycocotools' area() fails on a list of 256 or more masks (a uint8 count)
+
+
 def mask_areas(rles: Sequence[RLE]) -> np.ndarray:
     """Pixel count of each mask, from the runs (no decoding)."""
     if not len(rles):
         return np.zeros(0, dtype=np.float64)
-    return np.asarray(mask_api.area([_as_api(r) for r in rles]), dtype=np.float64)
+    api = [_as_api(r) for r in rles]
+    return np.concatenate([np.asarray(mask_api.area(api[i:i + _AREA_CHUNK]), dtype=np.float64).reshape(-1)
+                           for i in range(0, len(api), _AREA_CHUNK)])
 
 
 def mask_iou_matrix(predicted: Sequence[RLE], truth: Sequence[RLE]) -> np.ndarray:

@@ -5,6 +5,11 @@ clip's 5-fps annotation grid (:func:`formats.frame_grids.annotation_grid`). Read
 public pickle layouts (one pickle of all records, or a folder of per-key pickles); pickles only go
 through :mod:`formats.safe_pickle`. Every validation error names the file, the record key and
 the field.
+
+A record may carry ``masks``, parallel to ``bboxes``: per annotated frame one mask per box (COCO
+compressed RLE, uncompressed RLE or polygons, stored as compressed RLE by
+:func:`formats.mask_rle.to_compressed`) or ``null`` for a box without one. Records without it are
+unchanged.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import numpy as np
 
 from formats.frame_grids import annotation_grid
 from formats.jsonl_rows import raw_rows
+from formats.mask_rle import to_compressed
 from formats.record_errors import RecordError
 from formats.safe_pickle import safe_load
 
@@ -84,6 +90,7 @@ class GroundedRecord:
     bboxes: list[np.ndarray]
     labels: list[list[str]]
     extra: dict[str, Any] = field(default_factory=dict)
+    masks: list[list[dict | None]] | None = None  # per frame, one compressed RLE (or None) per box
 
     @property
     def key(self) -> str:
@@ -136,6 +143,8 @@ class GroundedRecord:
             "labels": [list(l) for l in self.labels],
         }
         out.update(self.extra)
+        if self.masks is not None:
+            out["masks"] = [list(m) for m in self.masks]
         return out
 
     @classmethod
@@ -229,13 +238,33 @@ class GroundedRecord:
                     f"(x2 <= x1 or y2 <= y1 after clipping to {width}x{height})")
             bboxes.append(arr.astype(np.float32))
             labels.append(frame_labels)
-        extra = {k: v for k, v in raw.items() if k not in REQUIRED_FIELDS}
+        extra = {k: v for k, v in raw.items() if k not in REQUIRED_FIELDS and k != "masks"}
+        masks = None if raw.get("masks") is None else _read_masks(raw["masks"], bboxes, width, height, where)
         return cls(
             video_fname=raw["video_fname"], video_id=str(raw["video_id"]), clip_id=str(raw["clip_id"]),
             fps=fps, clip_start_frame=start, clip_end_frame=end, width=width, height=height,
             caption=raw["caption"], tagged_caption=raw["tagged_caption"], phrases=phrases,
-            bboxes=bboxes, labels=labels, extra=extra,
+            bboxes=bboxes, labels=labels, extra=extra, masks=masks,
         )
+
+
+def _read_masks(raw_masks, bboxes: list[np.ndarray], width: int, height: int, where: str) -> list[list]:
+    """The optional ``masks`` field: per frame one mask (or None) per box, as compressed RLEs."""
+    frames = _as_list(raw_masks, where, "masks")
+    if len(frames) != len(bboxes):
+        raise RecordError(f"{where}: field 'masks' covers {len(frames)} frames but 'bboxes' covers {len(bboxes)}")
+    out = []
+    for i, (frame_masks, boxes) in enumerate(zip(frames, bboxes)):
+        frame_masks = _as_list(frame_masks, where, f"masks[{i}]")
+        if len(frame_masks) != len(boxes):
+            raise RecordError(f"{where}: frame {i}: {len(boxes)} boxes in 'bboxes[{i}]' but {len(frame_masks)} "
+                              f"masks in 'masks[{i}]'")
+        try:
+            out.append([None if m is None else to_compressed(m, height, width, f"{where}, field 'masks[{i}][{j}]'")
+                        for j, m in enumerate(frame_masks)])
+        except ValueError as err:
+            raise RecordError(str(err)) from None
+    return out
 
 
 def _as_list(value, where: str, name: str) -> list:

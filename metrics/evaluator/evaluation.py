@@ -26,6 +26,13 @@ in batches of ``batch_clips`` clips that keep the vectorised grounding code
 
 The results equal :func:`metrics.functional.grounding.evaluate_grounding` on the whole set (a test
 checks it on random cases). The ground truth is read whole (its readers are not streaming).
+
+When the ground truth carries masks and the predictions do too, the same metrics are computed a second
+time with mask IoU (``iou_kind="mask"``) and reported as ``mask_AP50``, ``mask_mIoU``, ``mask_recall``
+(and ``_frame``); a predicted box without a mask counts as an empty mask. Beside them come GLaMM's GCG
+mask figures ``gcg_mask_mIoU`` and ``gcg_mask_recall`` (:mod:`metrics.functional.gcg_masks`), each
+annotated frame with a true mask being one GCG image, phrases compared with the run's text encoder. A
+predictions file without masks gives exactly the box figures it gave before, and nothing else.
 """
 from __future__ import annotations
 
@@ -46,11 +53,14 @@ from metrics.evaluator.prediction_validation import (
     OFF_GRID_POLICIES,
     OffGridReport,
     ValidationReport,
+    checked_masks,
     place_on_grid,
     validate_predictions,
 )
+from metrics.functional.gcg_masks import GCGImage, gcg_mask_sums
 from metrics.functional.grounding import GroundingAccumulator, frames_from_prediction, frames_from_record
 from metrics.protocols.center_frame import centre_frame, centre_records, centre_view
+from metrics.text_encoder import vocabulary_of
 
 # "center": the GROVE paper's Center set-up (metrics.protocols.center_frame), scored at video level
 LEVEL_CHOICES = {"video": ("video",), "frame": ("frame",), "both": ("video", "frame"), "center": ("video",)}
@@ -68,8 +78,11 @@ def filter_by_objectness(pred: Mapping[str, Any], threshold: float, strict: bool
             frames.append(frame)
             continue
         keep = [i for i, s in enumerate(scores) if (s > threshold if strict else s >= threshold)]
-        frames.append({**frame, "boxes": [frame["boxes"][i] for i in keep],
-                       "labels": [frame["labels"][i] for i in keep], "scores": [scores[i] for i in keep]})
+        kept = {**frame, "boxes": [frame["boxes"][i] for i in keep],
+                "labels": [frame["labels"][i] for i in keep], "scores": [scores[i] for i in keep]}
+        if frame.get("masks") is not None:
+            kept["masks"] = [frame["masks"][i] for i in keep]
+        frames.append(kept)
     return {**pred, "frames": frames}
 
 
@@ -194,6 +207,27 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
 
         text_encoder = build_text_encoder(text_encoder)
     grounding = GroundingAccumulator(text_encoder, levels=LEVEL_CHOICES[level], score_source=score_source)
+    # Mask figures need masks on both sides; the GT decides whether they are computed at all.
+    masks = (GroundingAccumulator(text_encoder, levels=LEVEL_CHOICES[level], score_source=score_source,
+                                  iou_kind="mask")
+             if any(getattr(records[k], "masks", None) is not None for k in keys) else None)
+    predicted_masks = False
+    gcg = {"miou_sum": 0.0, "images": 0.0, "matches": 0.0, "true_phrases": 0.0}
+
+    def add_gcg(gt_frames: Mapping[str, list], predicted: Mapping[str, list]) -> None:
+        images = []
+        for key, frames in gt_frames.items():
+            by_frame = {f.frame: f for f in predicted.get(key, [])}
+            for f in frames:
+                truth = [(m, l) for m, l in zip(f.masks or [], f.labels) if m is not None]
+                if not truth:
+                    continue
+                p = by_frame.get(f.frame)
+                pred = [(m, l) for m, l in zip(p.masks or [], p.labels) if m is not None] if p is not None else []
+                images.append(GCGImage([m for m, _ in truth], [l for _, l in truth], [m for m, _ in pred],
+                                       [l for _, l in pred]))
+        for name, value in gcg_mask_sums(images, text_encoder, vocabulary=vocabulary_of(text_encoder)).items():
+            gcg[name] += value
     seen = np.zeros(len(keys), dtype=bool)
     extra: list[str] = []
     captions: dict[str, str] = {}
@@ -214,6 +248,10 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
         validation.skipped_boxes += report.skipped_boxes
         validation.by_field.update(report.by_field)
         validation.examples.extend(report.examples[:max(0, MAX_EXAMPLES - len(validation.examples))])
+        if masks is not None:
+            for k in list(checked):
+                checked[k], has = checked_masks(k, checked[k], records[k].width, records[k].height, pred_source)
+                predicted_masks |= has
         if objectness_threshold is not None:
             checked = {k: filter_by_objectness(p, objectness_threshold) for k, p in checked.items()}
         pred_frames = {k: place_on_grid(k, frames_from_prediction(p, key=k, source=pred_source),
@@ -223,12 +261,26 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
             pred_frames = {k: [f for f in frames if f.frame == centre_frame(full[k])]
                            for k, frames in pred_frames.items()}
         captions.update({k: p.get("caption", "") for k, p in checked.items()})
-        grounding.add({k: frames_from_record(records[k]) for k in known}, pred_frames,
-                      np.asarray([position[k] for k in known]))
+        gt_frames = {k: frames_from_record(records[k]) for k in known}
+        for accumulator in (grounding, masks):
+            if accumulator is not None:
+                accumulator.add(gt_frames, pred_frames, np.asarray([position[k] for k in known]))
+        if masks is not None:
+            add_gcg(gt_frames, pred_frames)
     missing = [k for k in keys if not seen[position[k]]]
     for batch in batched(missing, batch_clips):  # GT clips without a prediction: no predicted box
-        grounding.add({k: frames_from_record(records[k]) for k in batch}, {}, np.asarray([position[k] for k in batch]))
+        gt_frames = {k: frames_from_record(records[k]) for k in batch}
+        for accumulator in (grounding, masks):
+            if accumulator is not None:
+                accumulator.add(gt_frames, {}, np.asarray([position[k] for k in batch]))
+        if masks is not None:
+            add_gcg(gt_frames, {})
     results: dict[str, float] = dict(grounding.result(ignored_clips=len(extra)))
+    if masks is not None and predicted_masks:
+        results.update({f"mask_{name}": value for name, value in masks.result().items()
+                        if not name.startswith("num_")})
+        results["gcg_mask_mIoU"] = gcg["miou_sum"] / gcg["images"] if gcg["images"] else 0.0
+        results["gcg_mask_recall"] = gcg["matches"] / gcg["true_phrases"] if gcg["true_phrases"] else 0.0
     candidates = {k: captions.get(k, "") for k in keys}
     over_long: list[str] = []
     if caption_metrics:

@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from formats.mask_rle import to_compressed
 from formats.records import tagged_phrases
 from metrics.functional.grounding import FrameBoxes, GroundingInputError
 
@@ -175,6 +176,8 @@ def validate_predictions(predictions: Mapping[str, Mapping[str, Any]], frame_siz
             kept = {**frame, "boxes": boxes[keep].tolist(), "labels": [labels[j] for j in keep]}
             if scores is not None:
                 kept["scores"] = [scores[j] for j in keep]
+            if isinstance(frame.get("masks"), (list, tuple)) and len(frame["masks"]) == len(boxes):
+                kept["masks"] = [frame["masks"][j] for j in keep]
             new_frames.append(kept)
             changed = True
         out[key] = {**pred, "frames": new_frames} if changed else pred
@@ -225,9 +228,39 @@ def place_on_grid(key: str, frames: list[FrameBoxes], grid: Sequence[int], polic
             raise GroundingInputError(f"{where}: predicted frames {taken[target]} and {f.frame} both map to "
                                       f"annotated frame {target}; give one prediction per annotated frame")
         taken[target] = f.frame
-        out.append(FrameBoxes(target, f.boxes, f.labels, f.scores) if target != f.frame else f)
+        out.append(FrameBoxes(target, f.boxes, f.labels, f.scores, f.masks) if target != f.frame else f)
     report.mapped_frames += len(off)
     report.clips += 1
     if len(report.examples) < MAX_GRID_EXAMPLES:
         report.examples.append(f"{where}: frames {off[:5]} mapped to the nearest annotated frames")
     return out
+
+
+# ---------------------------------------------------------------- masks
+
+def checked_masks(key: str, prediction: Mapping[str, Any], width: int, height: int, source: str
+                  ) -> tuple[Mapping[str, Any], bool]:
+    """The prediction with every frame's ``masks`` as compressed RLEs of the clip's frame size
+    (:func:`formats.mask_rle.to_compressed`; ``None`` entries stay), and whether any frame had masks.
+    A mask list not parallel to the boxes, or a mask of another size, is an error naming clip and frame."""
+    frames = prediction.get("frames") if isinstance(prediction, Mapping) else None
+    if not isinstance(frames, (list, tuple)) or not any(isinstance(f, Mapping) and "masks" in f for f in frames):
+        return prediction, False
+    new_frames = []
+    for i, frame in enumerate(frames):
+        if not isinstance(frame, Mapping) or frame.get("masks") is None:
+            new_frames.append(frame)
+            continue
+        where = f"{source}, clip '{key}', frame {frame.get('frame')} (frames[{i}])"
+        masks, boxes = frame["masks"], frame.get("boxes") or []
+        if not isinstance(masks, (list, tuple)) or len(masks) != len(boxes):
+            got = len(masks) if isinstance(masks, (list, tuple)) else type(masks).__name__
+            raise InvalidPredictionError(f"{where}, field 'masks': one mask (or null) per box expected, "
+                                         f"{len(boxes)} boxes but {got}")
+        try:
+            rles = [None if m is None else to_compressed(m, height, width, f"{where}, field 'masks' [{j}]")
+                    for j, m in enumerate(masks)]
+        except ValueError as err:
+            raise InvalidPredictionError(str(err)) from None
+        new_frames.append({**frame, "masks": rles})
+    return {**prediction, "frames": new_frames}, True

@@ -23,6 +23,9 @@ Choices (documented because the public evaluator leaves them open or gets them w
 * mIoU of a frame is the mean IoU over the greedy pairs (not over GT boxes), 0 when nothing pairs.
 * mIoU and recall pick, among equal IoUs, the first pair in (GT order, prediction order).
 * All metrics are fractions in [0, 1]; NaN when no clip has a GT box.
+* ``iou_kind="mask"`` scores the boxes' masks (COCO RLE, :mod:`formats.mask_rle`) instead: the same
+  matching, with mask IoU in place of box IoU (COCOeval "segm" for AP50). A box without a mask
+  (``None``) counts as an empty mask, whose IoU with anything is 0.
 """
 from __future__ import annotations
 
@@ -34,11 +37,13 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from formats.mask_rle import mask_areas, mask_iou_matrix
 from metrics.text_encoder import PhraseVocabulary, build_text_encoder, vocabulary_of
 
 SCORE_SOURCES = ("constant", "objectness")
 LEVELS = ("video", "frame")
 METRICS = ("AP50", "mIoU", "recall")
+IOU_KINDS = ("box", "mask")
 # pycocotools' Params: 101 recall points, area range "all" (a detection outside it is ignored).
 RECALL_THRESHOLDS = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1, endpoint=True)
 AREA_RANGE_ALL = (0.0 ** 2, 1e5 ** 2)
@@ -51,12 +56,14 @@ class GroundingInputError(ValueError):
 
 @dataclass
 class FrameBoxes:
-    """The boxes of one frame of one clip: pixel ``xyxy`` ``(n, 4)``, one phrase per box, optional scores."""
+    """The boxes of one frame of one clip: pixel ``xyxy`` ``(n, 4)``, one phrase per box, optional scores
+    and optional masks (one COCO RLE or ``None`` per box)."""
 
     frame: int
     boxes: np.ndarray
     labels: list[str]
     scores: np.ndarray | None = None
+    masks: list | None = None
 
     def __post_init__(self) -> None:
         where = f"frame {self.frame}"
@@ -79,13 +86,20 @@ class FrameBoxes:
             if not np.isfinite(scores).all():
                 raise GroundingInputError(f"{where}: 'scores' has a non-finite value")
             self.scores = scores
+        if self.masks is not None:
+            self.masks = list(self.masks)
+            if len(self.masks) != len(boxes):
+                raise GroundingInputError(f"{where}: {len(boxes)} boxes but {len(self.masks)} masks")
 
 
 # ---------------------------------------------------------------- building the inputs
 
 def frames_from_record(record) -> list[FrameBoxes]:
-    """GT of one :class:`~formats.records.GroundedRecord`: every annotated frame, empty ones too."""
-    return [FrameBoxes(int(f), b, list(l)) for f, b, l in zip(record.frame_indices, record.bboxes, record.labels)]
+    """GT of one :class:`~formats.records.GroundedRecord`: every annotated frame, empty ones too (with
+    the record's masks when it has them)."""
+    masks = getattr(record, "masks", None) or [None] * len(record.bboxes)
+    return [FrameBoxes(int(f), b, list(l), None, m)
+            for f, b, l, m in zip(record.frame_indices, record.bboxes, record.labels, masks)]
 
 
 def ground_truth_from_records(records: Iterable) -> dict[str, list[FrameBoxes]]:
@@ -99,7 +113,7 @@ def ground_truth_from_records(records: Iterable) -> dict[str, list[FrameBoxes]]:
 
 
 def frames_from_prediction(prediction: Mapping[str, Any], key: str = "?", source: str = "<memory>") -> list[FrameBoxes]:
-    """One clip of the prediction format: ``{"frames": [{"frame", "boxes", "labels", "scores"}]}``."""
+    """One clip of the prediction format: ``{"frames": [{"frame", "boxes", "labels", "scores"[, "masks"]}]}``."""
     where = f"{source}, clip '{key}'"
     if not isinstance(prediction, Mapping) or "frames" not in prediction:
         raise GroundingInputError(f"{where}: expected a dict with a 'frames' list")
@@ -111,7 +125,8 @@ def frames_from_prediction(prediction: Mapping[str, Any], key: str = "?", source
         if not isinstance(frame, Mapping) or "frame" not in frame:
             raise GroundingInputError(f"{where}: frames[{i}] must be a dict with a 'frame' index")
         try:
-            out.append(FrameBoxes(frame["frame"], frame.get("boxes", []), frame.get("labels", []), frame.get("scores")))
+            out.append(FrameBoxes(frame["frame"], frame.get("boxes", []), frame.get("labels", []), frame.get("scores"),
+                                  frame.get("masks")))
         except (GroundingInputError, ValueError, TypeError) as err:
             raise GroundingInputError(f"{where}: frames[{i}]: {err}") from None
     return out
@@ -136,10 +151,11 @@ class _Boxes:
     boxes: np.ndarray   # (n, 4) float64 xyxy
     labels: np.ndarray | None  # (n,) phrase ids of the vocabulary (None when recall is not asked)
     scores: np.ndarray | None
+    masks: np.ndarray | None = None  # (n,) object array of RLEs / None (only when IoU is mask IoU)
 
 
 def _frame_table(clips: Mapping[str, Sequence[FrameBoxes]], keys: Sequence[str], side: str,
-                 vocabulary: PhraseVocabulary | None):
+                 vocabulary: PhraseVocabulary | None, with_masks: bool = False):
     """Per-frame (clip index, frame) arrays plus the concatenated boxes of ``keys``' clips."""
     per_clip = [clips[key] for key in keys]
     frames = list(itertools.chain.from_iterable(per_clip))
@@ -153,24 +169,31 @@ def _frame_table(clips: Mapping[str, Sequence[FrameBoxes]], keys: Sequence[str],
         scores = None
     else:
         scores = np.concatenate([f.scores if f.scores is not None else np.zeros(0) for f in frames] + [np.zeros(0)])
+    masks = None
+    if with_masks:
+        masks = np.empty(int(count.sum()), dtype=object)
+        masks[:] = list(itertools.chain.from_iterable(f.masks if f.masks is not None else [None] * len(f.labels)
+                                                      for f in frames))
     # A frame listed twice would make "order in the frame" ambiguous.
     pair = video * (frame.max(initial=0) + 1) + frame
     _, first, counts = np.unique(pair, return_index=True, return_counts=True)
     if (counts > 1).any():
         i = first[np.argmax(counts > 1)]
         raise GroundingInputError(f"{side}: clip '{keys[video[i]]}' lists frame {frame[i]} more than once")
-    return video, frame, count, boxes, labels, scores
+    return video, frame, count, boxes, labels, scores, masks
 
 
-def _flatten(gt, pred, keys, need_scores: bool, vocabulary: PhraseVocabulary | None):
+def _flatten(gt, pred, keys, need_scores: bool, vocabulary: PhraseVocabulary | None, with_masks: bool = False):
     """Images = (clip, frame) pairs of both sides, numbered in (clip order, frame) order.
 
     Returns ``(image_video, image_frame, gt boxes, predicted boxes)``."""
-    g_video, g_frame, g_count, g_boxes, g_labels, _ = _frame_table(gt, keys, "ground truth", vocabulary)
+    g_video, g_frame, g_count, g_boxes, g_labels, _, g_masks = _frame_table(gt, keys, "ground truth", vocabulary,
+                                                                            with_masks)
     position = {k: v for v, k in enumerate(keys)}
     present = [k for k in keys if k in pred]
     p_map = np.asarray([position[k] for k in present], dtype=np.int64)
-    p_video, p_frame, p_count, p_boxes, p_labels, p_scores = _frame_table(pred, present, "predictions", vocabulary)
+    p_video, p_frame, p_count, p_boxes, p_labels, p_scores, p_masks = _frame_table(pred, present, "predictions",
+                                                                                   vocabulary, with_masks)
     p_video = p_map[p_video] if len(p_video) else p_video
     if need_scores and p_scores is None:
         raise GroundingInputError("predictions: score_source='objectness' needs 'scores' for every frame with boxes")
@@ -181,15 +204,15 @@ def _flatten(gt, pred, keys, need_scores: bool, vocabulary: PhraseVocabulary | N
     image_video, image_frame = image_key // stride, image_key % stride
     g_img_of_frame, p_img_of_frame = inverse[:len(g_frame)], inverse[len(g_frame):]
 
-    def boxes_of(img_of_frame, count, boxes, labels, scores):
+    def boxes_of(img_of_frame, count, boxes, labels, scores, masks):
         image = np.repeat(img_of_frame, count)
         order = np.arange(len(image)) - np.repeat(np.cumsum(count) - count, count)
         sort = np.lexsort((order, image))  # frames of a clip may come in any order
         return _Boxes(image[sort], order[sort], boxes[sort], None if labels is None else labels[sort],
-                      None if scores is None else scores[sort])
+                      None if scores is None else scores[sort], None if masks is None else masks[sort])
 
-    return (image_video, image_frame, boxes_of(g_img_of_frame, g_count, g_boxes, g_labels, None),
-            boxes_of(p_img_of_frame, p_count, p_boxes, p_labels, p_scores))
+    return (image_video, image_frame, boxes_of(g_img_of_frame, g_count, g_boxes, g_labels, None, g_masks),
+            boxes_of(p_img_of_frame, p_count, p_boxes, p_labels, p_scores, p_masks))
 
 
 def _starts(image: np.ndarray, n_images: int) -> tuple[np.ndarray, np.ndarray]:
@@ -239,9 +262,36 @@ def _block_iou(row_idx: np.ndarray, col_idx: np.ndarray, row_boxes: np.ndarray, 
     return np.where((row_idx >= 0)[:, :, None] & (col_idx >= 0)[:, None, :], iou, -1.0)
 
 
+def _block_mask_iou(row_idx: np.ndarray, col_idx: np.ndarray, row_masks: np.ndarray,
+                    col_masks: np.ndarray) -> np.ndarray:
+    """:func:`_block_iou` for masks: IoU ``(n, R, C)`` of the RLEs, 0 where either side has no mask,
+    -1 on padding. pycocotools computes each frame's matrix on the runs (no decoding); the loop runs
+    over the frames where both sides hold a mask."""
+    rows_ok, cols_ok = row_idx >= 0, col_idx >= 0
+    out = np.where(rows_ok[:, :, None] & cols_ok[:, None, :], 0.0, -1.0)
+    has_row = np.zeros(row_idx.shape, dtype=bool)
+    has_col = np.zeros(col_idx.shape, dtype=bool)
+    has_row[rows_ok] = [m is not None for m in row_masks[row_idx[rows_ok]]]
+    has_col[cols_ok] = [m is not None for m in col_masks[col_idx[cols_ok]]]
+    for i in np.flatnonzero(has_row.any(1) & has_col.any(1)):
+        r, c = np.flatnonzero(has_row[i]), np.flatnonzero(has_col[i])
+        out[i, r[:, None], c[None, :]] = mask_iou_matrix(list(row_masks[row_idx[i, r]]),
+                                                          list(col_masks[col_idx[i, c]]))
+    return out
+
+
+def _pair_iou(row_idx, col_idx, rows: _Boxes, cols: _Boxes, row_sel=None, col_sel=None) -> np.ndarray:
+    """Box IoU, or mask IoU when both sides carry masks (``row_sel``/``col_sel`` re-index ``cols``)."""
+    col_boxes = cols.boxes if col_sel is None else cols.boxes[col_sel]
+    if rows.masks is None:
+        return _block_iou(row_idx, col_idx, rows.boxes, col_boxes)
+    return _block_mask_iou(row_idx, col_idx, rows.masks, cols.masks if col_sel is None else cols.masks[col_sel])
+
+
 # ---------------------------------------------------------------- AP50
 
-def _match_detections(gt: _Boxes, det_image, det_boxes, n_images: int, iou_threshold: float) -> np.ndarray:
+def _match_detections(gt: _Boxes, det_image, pred: _Boxes, keep: np.ndarray, n_images: int,
+                      iou_threshold: float) -> np.ndarray:
     """COCOeval's per-image greedy matching; ``det_*`` sorted by (image, rank). Returns TP flags.
 
     In rank order, each detection takes the unmatched GT of highest IoU ``>= t``; on a tie in IoU
@@ -253,7 +303,7 @@ def _match_detections(gt: _Boxes, det_image, det_boxes, n_images: int, iou_thres
     tp = np.zeros(len(det_image), dtype=bool)
     both = np.flatnonzero((g_count > 0) & (d_count > 0))
     for _, g_idx, d_idx in _padded_blocks(both, g_start, g_count, d_start, d_count):
-        iou = _block_iou(g_idx, d_idx, gt.boxes, det_boxes)  # (n, G, D)
+        iou = _pair_iou(g_idx, d_idx, gt, pred, col_sel=keep)  # (n, G, D)
         matched = g_idx < 0  # padding counts as taken
         rows = np.arange(len(g_idx))
         for rank in range(d_idx.shape[1]):
@@ -313,10 +363,16 @@ def _detections(gt: _Boxes, pred: _Boxes, n_images: int, score_source, iou_thres
     keep = by_rank[rank < max_dets]
     det_image, det_rank, det_score, det_boxes = pred.image[keep], rank[rank < max_dets], score[keep], pred.boxes[keep]
 
-    tp = _match_detections(gt, det_image, det_boxes, n_images, iou_threshold)
-    # COCOeval ignores an unmatched detection whose (signed) w*h lies outside area range "all".
-    wh = det_boxes[:, 2:] - det_boxes[:, :2]
-    area = wh[:, 0] * wh[:, 1]
+    tp = _match_detections(gt, det_image, pred, keep, n_images, iou_threshold)
+    # COCOeval ignores an unmatched detection whose (signed) w*h lies outside area range "all"
+    # ("segm": whose mask area does; an absent mask has area 0).
+    if pred.masks is None:
+        wh = det_boxes[:, 2:] - det_boxes[:, :2]
+        area = wh[:, 0] * wh[:, 1]
+    else:
+        area = np.zeros(len(keep))
+        has = np.fromiter((m is not None for m in pred.masks[keep]), dtype=bool, count=len(keep))
+        area[has] = mask_areas(list(pred.masks[keep][has]))
     counted = tp | ((area >= AREA_RANGE_ALL[0]) & (area <= AREA_RANGE_ALL[1]))
     return det_image[counted], det_rank[counted], det_score[counted], tp[counted]
 
@@ -336,7 +392,7 @@ def _greedy_pairs(gt: _Boxes, pred: _Boxes, n_images: int, rules: Sequence) -> l
     out = [(np.zeros(n_images, dtype=np.int64), np.zeros(n_images, dtype=np.float64)) for _ in rules]
     both = np.flatnonzero((g_count > 0) & (p_count > 0))
     for images, g_idx, p_idx in _padded_blocks(both, g_start, g_count, p_start, p_count):
-        block_iou = _block_iou(g_idx, p_idx, gt.boxes, pred.boxes)  # (n, G, P), -1 on padding
+        block_iou = _pair_iou(g_idx, p_idx, gt, pred)  # (n, G, P), -1 on padding
         cols = block_iou.shape[2]
         for accept, (n_pairs, iou_sum) in zip(rules, out):
             iou = block_iou.copy() if len(rules) > 1 else block_iou
@@ -414,6 +470,7 @@ class GroundingSettings:
     text_threshold: float = 0.5
     max_dets: int = 100
     metrics: tuple[str, ...] = METRICS
+    iou_kind: str = "box"
 
     def __post_init__(self) -> None:
         self.levels, self.metrics = tuple(self.levels), tuple(self.metrics)
@@ -423,6 +480,8 @@ class GroundingSettings:
             raise ValueError(f"metrics must be a subset of {METRICS}, got {self.metrics}")
         if self.score_source not in SCORE_SOURCES:
             raise ValueError(f"score_source must be one of {SCORE_SOURCES}, got {self.score_source!r}")
+        if self.iou_kind not in IOU_KINDS:
+            raise ValueError(f"iou_kind must be one of {IOU_KINDS}, got {self.iou_kind!r}")
         if int(self.max_dets) < 1:
             raise ValueError(f"max_dets must be >= 1, got {self.max_dets}")
         self.iou_threshold, self.text_threshold = float(self.iou_threshold), float(self.text_threshold)
@@ -478,7 +537,8 @@ def grounding_update(gt: Mapping[str, Sequence[FrameBoxes]], pred: Mapping[str, 
         vocabulary = vocabulary if vocabulary is not None else vocabulary_of(text_encoder)
     need_scores = "AP50" in settings.metrics and settings.score_source == "objectness"
     image_video, image_frame, gt_boxes, pred_boxes = _flatten(gt, pred, keys, need_scores,
-                                                              vocabulary if recall else None)
+                                                              vocabulary if recall else None,
+                                                              settings.iou_kind == "mask")
     n_images, n_videos = len(image_video), len(keys)
     boxes_per_video = np.bincount(image_video[gt_boxes.image], minlength=n_videos)
     state.videos = int((boxes_per_video > 0).sum())
@@ -584,9 +644,10 @@ class GroundingAccumulator:
 
     def __init__(self, text_encoder=None, levels: Sequence[str] = ("video", "frame"), score_source: str = "constant",
                  iou_threshold: float = 0.5, text_threshold: float = 0.5, max_dets: int = 100,
-                 metrics: Sequence[str] = ("AP50", "mIoU", "recall"), vocabulary: PhraseVocabulary | None = None):
+                 metrics: Sequence[str] = ("AP50", "mIoU", "recall"), vocabulary: PhraseVocabulary | None = None,
+                 iou_kind: str = "box"):
         settings = GroundingSettings(tuple(levels), score_source, iou_threshold, text_threshold, max_dets,
-                                     tuple(metrics))
+                                     tuple(metrics), iou_kind)
         self.text_encoder = resolve_text_encoder(text_encoder) if "recall" in settings.metrics else text_encoder
         self.vocabulary = vocabulary
         self.state = GroundingState(settings)
@@ -613,6 +674,7 @@ def evaluate_grounding(
     max_dets: int = 100,
     metrics: Sequence[str] = METRICS,
     vocabulary: PhraseVocabulary | None = None,
+    iou_kind: str = "box",
 ) -> dict[str, float]:
     """AP50 / mIoU / recall of predicted boxes against GT boxes, at video and/or frame level.
 
@@ -626,7 +688,11 @@ def evaluate_grounding(
     ``num_videos`` (clips with a GT box), ``num_videos_excluded`` (clips without one),
     ``num_gt_frames`` (frames with a GT box), ``num_gt_boxes``, ``num_pred_boxes`` (in GT clips)
     and ``num_pred_clips_ignored`` (prediction clips absent from the GT).
+
+    ``iou_kind="mask"`` pairs the boxes' masks by mask IoU instead (the mask analogues of the same
+    figures; ``FrameBoxes.masks`` on both sides, ``None`` for a box without one).
     """
-    settings = GroundingSettings(tuple(levels), score_source, iou_threshold, text_threshold, max_dets, tuple(metrics))
+    settings = GroundingSettings(tuple(levels), score_source, iou_threshold, text_threshold, max_dets, tuple(metrics),
+                                 iou_kind)
     state = grounding_update(gt, pred, settings=settings, text_encoder=text_encoder, vocabulary=vocabulary)
     return grounding_compute(state, ignored_clips=sum(1 for k in pred if k not in gt))

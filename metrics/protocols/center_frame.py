@@ -38,7 +38,8 @@ def centre_record(record):
     i = centre_position(len(record.bboxes))
     frame = centre_frame(record)
     return replace(record, clip_start_frame=frame, clip_end_frame=frame, bboxes=[record.bboxes[i]],
-                   labels=[list(record.labels[i])], extra=dict(record.extra))
+                   labels=[list(record.labels[i])], extra=dict(record.extra),
+                   masks=None if getattr(record, "masks", None) is None else [list(record.masks[i])])
 
 
 def centre_prediction(prediction: Mapping[str, Any], frame: int) -> dict[str, Any]:

@@ -34,6 +34,7 @@ OTHER_PACKAGES_COMMANDS: dict[str, tuple[str, str, list[str]]] = {
     "python -m metrics.anet_entities": ("metrics.commands.anet_entities", "main", []),
     "python -m metrics.vidstg": ("metrics.commands.vidstg", "main", []),
     "python -m metrics.pointing": ("metrics.commands.pointing", "main", []),
+    "python -m metrics.mevis": ("metrics.commands.mevis", "main", []),
     "python scripts/threshold_sweep.py": ("metrics.commands.threshold_sweep", "main", []),
     "python scripts/pretrain_towers.py": ("lightning_modules.tower_pretraining", "main", []),
     "python scripts/export_model.py": ("scripts.export_model", "main", []),

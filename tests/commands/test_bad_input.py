@@ -237,6 +237,7 @@ OTHER_CASES = [
         ["--annotations", "{tmp}/empty.json", "--pred", "{tmp}/broken.json"],
         "not valid JSON (Expecting value at line 2, column 10)",
     ),
+    ("python -m metrics.mevis", ["--split", "{tmp}", "--pred", "{tmp}/empty.json"], "meta_expressions.json"),
     (
         "python -m metrics.pointing",
         ["--gt", "{tmp}/absent.pkl", "--pred", "{tmp}/empty.json", "--dataset", "{dataset}"],

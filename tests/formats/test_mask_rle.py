@@ -63,3 +63,10 @@ def test_bad_masks_are_named():
         to_compressed([[0, 0, 1, 1]], 4, 4)
     with pytest.raises(ValueError, match="RLE object or a list"):
         to_compressed(3, 4, 4)
+
+
+def test_areas_of_many_masks_at_once():
+    masks = np.zeros((600, 6, 7), dtype=bool)
+    for i in range(600):
+        masks[i].flat[: i % 42] = True
+    assert mask_areas(encode_masks(masks)).tolist() == [float(i % 42) for i in range(600)]

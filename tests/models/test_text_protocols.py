@@ -9,6 +9,8 @@ released ids of the added tokens (``<p>`` 32005, ``</p>`` 32006, ``[DET]`` 32009
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -141,3 +143,44 @@ def test_package_protocol_grounds_later_windows_on_the_package_decode(monkeypatc
     with pytest.raises(ValueError, match="text_protocol='package'.*window_mode='official'"):
         model.predict(*inputs, window=8, window_mode="interleaved", caption_positions=torch.zeros(1, 8).long(),
                       text_protocol="package")
+
+
+def test_generate_reports_the_package_s_text_tagged_by_default(tmp_path, monkeypatch):
+    """GroveProcessor.generate on a model exported with the released protocol: the package's protocol unless
+    told otherwise; its text_tagged keeps the generated EOS, the training scripts' does not."""
+    import numpy as np
+
+    from formats.video import write_video
+    from models.grove import Grove
+
+    config = Path(__file__).resolve().parents[2] / "configs" / "official" / "tiny.yaml"
+    model = Grove(**model_configs_from_yaml([config])).eval()
+    model.settings = {"prompt": {"chat_template": "llava_v1", "target_text": "official", "sample_question": False},
+                      "inference": {"objectness_threshold": 0.5, "objectness_strict": True, "window_mode": "official",
+                                    "text_protocol": "official"},
+                      "preprocessing": {"num_frames": 8, "global_image_size": 56, "global_resize": "squash",
+                                        "grounding_image_size": 64, "grounding_resize": "float"}}
+    model.save_pretrained(tmp_path / "grove")
+    model = Grove.from_pretrained(tmp_path / "grove")
+    tok = model.tokenizer
+    generated = tok(" a man wipes <p> the floor </p> [DET]; he <p> a cloth </p> [DET]",
+                    add_special_tokens=False)["input_ids"]
+    monkeypatch.setattr(model.language_model, "generate", lambda video, ids, mask, max_new_tokens, keep_eos: (
+        [[*generated, tok.eos_token_id] for _ in range(video.shape[0])]))
+    frames = np.random.default_rng(0).integers(0, 256, (100, 48, 64, 3), dtype=np.uint8)
+    video = str(write_video(tmp_path / "clip.mp4", frames, fps=25))  # 20 frames on the 5-fps grid
+    package = GroveProcessor.from_pretrained(tmp_path / "grove")
+    assert package.inference["text_protocol"] == "package"
+    out = package.generate(model, video, token_embeddings=None)
+    assert out["text_tagged"] == "a man wipes <p> the floor </p> ; he <p> a cloth </p> </s>"
+    assert out["text"] == "a man wipes the floor ; he a cloth" and out["phrases"] == ["the floor", "a cloth"]
+    scripts = GroveProcessor.from_pretrained(tmp_path / "grove", text_protocol="official").generate(
+        model, video, token_embeddings=None)
+    assert scripts["text_tagged"] == "a man wipes <p> the floor </p> ; he <p> a cloth </p>"
+    assert scripts["text"] == out["text"] and len(scripts["frame_indices"]) == len(out["frame_indices"]) == 20
+    center = [out["frame_indices"].index(f) for f in out["center_frame_indices"]]
+    same = [torch.equal(a, b) for a, b in zip(out["probs_temp_objectness"], scripts["probs_temp_objectness"])]
+    assert all(same[i] for i in center)  # the caption window is grounded on the generated ids in both
+    # the other windows see "[DET];" in one and "[DET] ;" in the other: the second phrase's query moves
+    assert not all(same)
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(out["probs_temp_objectness"], scripts["probs_temp_objectness"]))

@@ -190,14 +190,21 @@ def reconcile(merged: dict, settings: list[HubSetting], folder: str | Path, sour
     layer: dict = {}
     warnings, errors = [], []
     uses_llm_folder = _get(merged, "model.init_args.language_model.path") not in (_MISSING, None)
+    placed: dict[str, HubSetting] = {}  # project key -> the folder setting that gave its value
     for setting in settings:
         if setting.target.startswith("data.") and "data" not in merged:
             continue  # a model-only config: the data settings are the caller's
         if setting.target.startswith(LLAMA) and uses_llm_folder:
             continue
         given = _get(merged, setting.target)
-        if given is _MISSING or given is None and setting.target.startswith(LLAMA):
+        first = placed.get(setting.target)
+        if first is not None and first.value != setting.value:  # two files of the folder disagree
+            errors.append(f"{folder / first.file} has {first.key} = {first.value!r}, but {folder / setting.file} "
+                          f"has {setting.key} = {setting.value!r} (both are {setting.target}); set it in the YAML "
+                          "and override the folder")
+        elif given is _MISSING or given is None and setting.target.startswith(LLAMA):
             layer = merge_dicts(layer, _nested(setting.target, setting.value))
+            placed[setting.target] = setting
         elif given != setting.value:
             text = (f"{folder / setting.file} has {setting.key} = {setting.value!r}"
                     f"{' (absent: the package default)' if setting.defaulted else ''}, but {sources} sets "

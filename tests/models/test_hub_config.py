@@ -170,3 +170,18 @@ def test_loading_the_hub_folder_directly_says_to_convert_it(hub):
 
     with pytest.raises(ValueError, match="official inference package.*convert_official_grove.py"):
         Grove.from_pretrained(hub)
+
+
+def test_two_files_of_the_folder_that_disagree_are_named(tmp_path):
+    folder = tmp_path / "hub"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**HUB_CONFIG, "num_frames": 1}))
+    (folder / "preprocessor_config.json").write_text(json.dumps(HUB_PREPROCESSOR))
+    settings, _ = hub_settings(folder)
+    with pytest.raises(HubConfigMismatch, match=r"config.json has num_frames = 1, but .*preprocessor_config.json has "
+                                                r"num_frames = 4 \(both are data.init_args.num_frames\)"):
+        reconcile({"data": {"init_args": {}}}, settings, folder, "my.yaml")
+    # the YAML decides, when told to win
+    layer, warnings = reconcile({"data": {"init_args": {"num_frames": 4}}}, settings, folder, "my.yaml",
+                                override=["num_frames"])
+    assert "num_frames" not in layer.get("data", {}).get("init_args", {}) and len(warnings) == 1

@@ -69,8 +69,9 @@ class GroveModule(L.LightningModule):
             saw; caption from the segment centres) or ``contiguous`` (consecutive frames).
         text_protocol: how the generated caption is grounded and scored (:meth:`models.grove.Grove.predict`):
             ``project`` (parsed and re-tokenised once for every window) or ``official`` (the
-            released inference: the caption window grounded on the generated ids, the others on
-            the re-tokenised released decode; the released caption string is scored).
+            training repository's inference scripts: the caption window grounded on the generated ids,
+            the others on their slow-tokenizer decode re-tokenised; the released caption string is
+            scored) or ``package`` (the same with the official inference package's fast-tokenizer decode).
         target_text: ``as_is`` or ``official`` (targets lower-cased, surrounding quotes stripped,
             as the released datasets build them; :func:`models.grove.prompting.official_target_text`).
         train_rel_pos: also train the relative position tables of SAM's global-attention blocks

@@ -309,22 +309,40 @@ def convert_official(official: Mapping[str, Tensor], target: Mapping[str, Tensor
 RELEASED_VOCAB_SIZES = {"official": 32010, "glamm": 32007}
 
 
-def target_model(config_paths: list[str | Path],
-                 build: Callable | None = None) -> tuple[dict[str, Tensor], list[str]]:
-    """The model's state dict on the meta device for the configs, and notes on what was assumed.
+def hub_layer(checkpoint: str | Path, config_paths: list[str | Path],
+              override: bool | list[str] = False) -> tuple[dict | None, list[str]]:
+    """For a hub folder of the official package (:func:`models.grove.hub_config.is_hub_folder`): the
+    YAML layer of its config's settings over the configs, and notes (:func:`models.grove.hub_config.hub_config_layer`;
+    a YAML that disagrees is an error unless ``override``). ``(None, [])`` for any other checkpoint."""
+    from models.grove.configuration import read_stacked_yaml
+    from models.grove.hub_config import hub_config_layer, is_hub_folder
+
+    if not is_hub_folder(checkpoint):
+        return None, []
+    merged = read_stacked_yaml(list(config_paths))
+    return hub_config_layer(checkpoint, merged, ", ".join(map(str, config_paths)), override)
+
+
+def target_model(config_paths: list[str | Path], build: Callable | None = None,
+                 layer: dict | None = None) -> tuple[dict[str, Tensor], list[str]]:
+    """The model's state dict on the meta device for the configs (with ``layer``, e.g. a hub folder's
+    settings, stacked over them), and notes on what was assumed.
 
     ``build`` makes the model from the four part configs (default: Grove's
     :func:`models.grove.build_on_meta`). No weights are read. A configured tokenizer folder that
     is absent is replaced by the offline tokenizer (shapes come from ``llama_config.vocab_size``),
     and said so in the notes.
     """
+    from core.dict_merge import merge_dicts
+
     from dataclasses import replace
 
-    from models.grove.configuration import model_configs_from_yaml
+    from models.grove.configuration import part_configs, read_stacked_yaml
 
     if build is None:
         from models.grove.modeling import build_on_meta as build
-    configs = model_configs_from_yaml(list(config_paths))
+    merged = merge_dicts(read_stacked_yaml(list(config_paths)), layer or {})
+    configs = part_configs((merged.get("model") or {}).get("init_args") or {}, ", ".join(map(str, config_paths)))
     notes = []
     lm = configs["language_model"]
     if lm.tokenizer_path is not None and not Path(lm.tokenizer_path).expanduser().exists():
@@ -339,20 +357,27 @@ def target_model(config_paths: list[str | Path],
     return model.state_dict(), notes
 
 
-def check_official(checkpoint: str | Path, config_paths: list[str | Path]) -> tuple[ConversionReport, list[str]]:
-    """Every key and shape of an official checkpoint against the configured model, reading no weights."""
-    target, notes = target_model(config_paths)
+def check_official(checkpoint: str | Path, config_paths: list[str | Path],
+                   override: bool | list[str] = False) -> tuple[ConversionReport, list[str]]:
+    """Every key and shape of an official checkpoint against the configured model, reading no weights
+    (a hub folder's config first: :func:`hub_layer`)."""
+    layer, hub_notes = hub_layer(checkpoint, config_paths, override)
+    target, notes = target_model(config_paths, layer=layer)
     official = read_weights(checkpoint, shapes_only=True)
     _, report = convert_official(official, target, materialize=lambda t: t.to("meta"), device="meta")
-    return report, notes
+    return report, hub_notes + notes
 
 
-def convert_official_file(checkpoint: str | Path, config_paths: list[str | Path],
-                          out: str | Path) -> tuple[ConversionReport, list[str]]:
+def convert_official_file(checkpoint: str | Path, config_paths: list[str | Path], out: str | Path,
+                          override: bool | list[str] = False) -> tuple[ConversionReport, list[str]]:
     """Convert an official checkpoint into a Lightning checkpoint at ``out`` (written only when the
     check passes). Tensors that are views of a larger storage (DeepSpeed's flat buffer) are copied,
-    so the file holds each weight once and nothing that was dropped."""
-    target, notes = target_model(config_paths)
+    so the file holds each weight once and nothing that was dropped. From a hub folder, the model
+    is built with the folder's settings (:func:`hub_layer`), and the model settings the YAML leaves
+    unset are saved as the checkpoint's hyper-parameters, which ``cli.py --ckpt_path`` fills in."""
+    layer, hub_notes = hub_layer(checkpoint, config_paths, override)
+    target, notes = target_model(config_paths, layer=layer)
+    notes = hub_notes + notes
     official = read_weights(checkpoint)
     converted, report = convert_official(official, target)
     if not report.ok:
@@ -360,8 +385,17 @@ def convert_official_file(checkpoint: str | Path, config_paths: list[str | Path]
     for key, value in converted.items():
         if value.untyped_storage().nbytes() != value.numel() * value.element_size():
             converted[key] = value.clone()
+    checkpoint_dict = lightning_checkpoint(converted)
+    hparams = ((layer or {}).get("model") or {}).get("init_args")
+    if hparams:
+        checkpoint_dict["hyper_parameters"] = hparams
+    data = ((layer or {}).get("data") or {}).get("init_args")
+    if data:
+        notes.append("a Lightning checkpoint carries model settings only: give "
+                     + ", ".join(f"--data.init_args.{k}={v}" for k, v in data.items())
+                     + " to cli.py (or set them in the YAML), or convert with --export, whose folder keeps them")
     with atomic_write(out, "wb") as handle:
-        torch.save(lightning_checkpoint(converted), handle)
+        torch.save(checkpoint_dict, handle)
     return report, notes
 
 

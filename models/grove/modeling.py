@@ -21,11 +21,11 @@ from models.grove.global_video_encoder import GlobalVideoEncoder
 from models.grove.grounding_video_encoder import GroundingVideoEncoder
 from models.grove.heads import BoxHead, QueryProjector, TemporalObjectnessHead
 from models.grove.language_model import GroveLanguageModel
-from models.grove.prompting import GroundedCaptionPrompter, format_target, official_answer_text
+from models.grove.prompting import RELEASED_TEXT_PROTOCOLS, GroundedCaptionPrompter, format_target, official_answer_text
 from models.grove.windows import batch_windows
 
 # How generated text becomes the ids that are grounded (Grove.predict).
-TEXT_PROTOCOLS = ("project", "official")
+TEXT_PROTOCOLS = ("project", *RELEASED_TEXT_PROTOCOLS)
 
 # Parameter groups of configure_trainable, and the paper's default choice (supp. C).
 # ``grounding_rel_pos``: the relative position tables of SAM's global-attention blocks, which the
@@ -42,13 +42,15 @@ class GrovePrediction:
     """Full-clip predictions: ``boxes (B, N, P, 4)`` normalised ``(cx, cy, w, h)`` on every frame of
     the clip, ``scores (B, N, P)`` objectness probabilities (1 without an objectness head);
     ``captions``: the plain captions to score where the text protocol fixes them (else None:
-    the tagged captions without their tags)."""
+    the tagged captions without their tags); ``answers``: the decoded answers of a released text
+    protocol as the released code holds them (EOS kept; else None)."""
 
     tagged_captions: list[str]
     phrases: list[list[str]]
     boxes: Tensor
     scores: Tensor
     captions: list[str] | None = None
+    answers: list[str] | None = None
 
 
 @dataclass
@@ -228,14 +230,16 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
                 caption window is grounded on the generated ids themselves; the other windows
                 on the released decode of them (:meth:`GroundedCaptionPrompter.official_answer`)
                 re-tokenised; the caption scored is the released one (``official_answer_text``).
+                ``package`` (the official inference package, also needs ``window_mode="official"``):
+                the same, with the package's decode (:meth:`GroundedCaptionPrompter.decode_package`).
             answers: answers in the target format to ground as they are, without normalising
                 (the pointing benchmarks' ``<p> caption </p> [DET]``); overrides ``captions``.
             question: the question asked before ``answers`` (default: the prompter's evaluation question).
         """
         if text_protocol not in TEXT_PROTOCOLS:
             raise ValueError(f"text_protocol must be one of {TEXT_PROTOCOLS}, got {text_protocol!r}")
-        if text_protocol == "official" and window_mode != "official":
-            raise ValueError("text_protocol='official' grounds the released caption window: it needs "
+        if text_protocol in RELEASED_TEXT_PROTOCOLS and window_mode != "official":
+            raise ValueError(f"text_protocol={text_protocol!r} grounds the released caption window: it needs "
                              f"window_mode='official', got {window_mode!r}")
         device = global_frames.device
         num_frames = frame_mask.sum(dim=1)
@@ -243,6 +247,7 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
         clips = torch.arange(global_frames.shape[0], device=device).unsqueeze(1)
         plain = None
         central = None  # official protocol: (B,) caption window and its ids, grounded as generated
+        released = None  # a released protocol's decoded answers
         if answers is not None:
             parsed = [official_answer_text(a) for a in answers]
             tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
@@ -251,8 +256,10 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
             parsed = [self.prompter.parse_generated(format_target(c)) for c in captions]
             tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
             enc = self.prompter.encode_training(tagged)
-        elif text_protocol == "official":
-            answers, generated = self._generate_official(global_frames[clips, official_caption], max_new_tokens)
+        elif text_protocol in RELEASED_TEXT_PROTOCOLS:
+            answers, generated = self._generate_official(global_frames[clips, official_caption], max_new_tokens,
+                                                         text_protocol)
+            released = answers
             parsed = [official_answer_text(a) for a in answers]
             tagged, plain, phrases = [p[0] for p in parsed], [p[1] for p in parsed], [p[2] for p in parsed]
             enc = self.prompter.encode_training(answers, formatted=True)
@@ -270,7 +277,7 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
         boxes = global_frames.new_zeros(b, n, max_p, 4, dtype=torch.float32)
         scores = global_frames.new_ones(b, n, max_p, dtype=torch.float32)
         if max_p == 0:
-            return GrovePrediction(tagged, phrases, boxes, scores, plain)
+            return GrovePrediction(tagged, phrases, boxes, scores, plain, released)
         enc = {k: enc[k].to(device) for k in ("input_ids", "attention_mask")}
         num_phrases = torch.tensor([len(p) for p in phrases], device=device)
         phrase_mask = torch.arange(max_p, device=device).unsqueeze(0) < num_phrases.unsqueeze(1)
@@ -288,17 +295,20 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
             if win_logits is not None:
                 scores[bi, pos[bi, ti]] = win_logits[bi, ti].float().sigmoid()
         real = phrase_mask[:, None, :] & frame_mask[:, :, None]  # padded phrases and frames: no box
-        return GrovePrediction(tagged, phrases, boxes * real.unsqueeze(-1), scores * real, plain)
+        return GrovePrediction(tagged, phrases, boxes * real.unsqueeze(-1), scores * real, plain, released)
 
-    def _generate_official(self, caption_frames: Tensor, max_new_tokens: int) -> tuple[list[str], list[list[int]]]:
-        """Greedy answers from the caption window: ``(answer texts as released, prompt + generated ids)``."""
+    def _generate_official(self, caption_frames: Tensor, max_new_tokens: int,
+                           text_protocol: str = "official") -> tuple[list[str], list[list[int]]]:
+        """Greedy answers from the caption window: ``(answer texts as ``text_protocol`` decodes them,
+        prompt + generated ids)``."""
         video = self.encode_video(caption_frames)
         prompts = self.prompter.encode_prompts(video.shape[0])
         generated = self.language_model.generate(video, prompts["input_ids"].to(video.device),
                                                  prompts["attention_mask"].to(video.device),
                                                  max_new_tokens=max_new_tokens, keep_eos=True)
         prompt = prompts["input_ids"][0].tolist()
-        return [self.prompter.official_answer(prompt, g) for g in generated], [prompt + g for g in generated]
+        return ([self.prompter.released_answer(text_protocol, prompt, g) for g in generated],
+                [prompt + g for g in generated])
 
     # -- trainable parameters ----------------------------------------------------------------------
     def parameter_groups(self) -> dict[str, list[tuple[str, nn.Parameter]]]:

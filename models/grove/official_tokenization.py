@@ -15,7 +15,9 @@ with the SentencePiece model itself:
   kept (the instruction length is that of ``... ASSISTANT: `` minus its BOS and trailing ``▁``);
 - decoding: runs of ordinary pieces between added tokens are decoded by SentencePiece, the first
   piece of each run losing one leading ``▁``, empty runs dropped, and the runs and added tokens
-  joined with single spaces.
+  joined with single spaces. (The official inference package decodes with a fast tokenizer instead,
+  which fuses the pieces as written: ``[DET];`` where these rules give ``[DET] ;``; see
+  ``GroundedCaptionPrompter.decode_package``.)
 
 An independent reference, not used to tokenise: the project's own loader (``models.grove.language_model``)
 must reproduce these ids (``tests/models/test_official_tokenization.py``), and

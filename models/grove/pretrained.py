@@ -117,8 +117,14 @@ def resolve_grove_folder(name_or_path, hub_kwargs: dict) -> Path:
 def load_grove(cls, folder: str | Path, map_location: str = "cpu"):
     """A GROVE rebuilt from an exported folder's config.json and loaded with its weights, in eval mode."""
     from models.grove.configuration import part_configs
+    from models.grove.hub_config import is_hub_folder
 
     folder = Path(folder)
+    if is_hub_folder(folder):
+        raise ValueError(f"{folder}: a folder of the official inference package (GroveForCausalLM), not an export of "
+                         f"this project; convert it once: python scripts/convert_official_grove.py {folder} "
+                         "--config configs/official/grove.yaml --export OUT (its config.json is honoured), then "
+                         "load OUT")
     config = read_config(folder, MODEL_TYPE)
     source = str(folder / CONFIG_FILE)
     missing = [k for k in ("global_encoder", "grounding_encoder", "language_model", "decoder") if k not in config]

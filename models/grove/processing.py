@@ -40,6 +40,7 @@ from formats.unannotated_records import video_clip_record as clip_record  # the 
 from formats.video import open_video
 from models.grove.clip_processing import GroundedCollate, clip_sample, evaluation_positions
 from models.grove.postprocessing import format_clip_predictions, objectness_by_clip
+from models.grove.prompting import RELEASED_TEXT_PROTOCOLS, package_tagged_text
 from models.grove.windows import batch_windows
 
 DEFAULT_PREPROCESSING = {"num_frames": 8, "global_image_size": 336, "global_resize": "squash",
@@ -69,7 +70,20 @@ def predict_clips(model, batch: dict[str, Any], objectness_threshold: float, obj
                                                      bool(objectness_strict), model.objectness_head is not None)}
     if report_objectness:
         result["objectness"] = objectness_by_clip(batch, out.phrases, out.scores)
+    if out.answers is not None:
+        result["answers"] = dict(zip(batch["keys"], out.answers))
     return result
+
+
+def processor_text_protocol(inference: dict) -> str:
+    """The text protocol :meth:`GroveProcessor.generate` uses unless told: ``processor_text_protocol``
+    of the inference settings when given; the official inference package's (``package``) for a model
+    that grounds with a released protocol, since ``generate`` is that package's API; else the model's own."""
+    chosen = inference.get("processor_text_protocol")
+    if chosen is not None:
+        return chosen
+    protocol = inference.get("text_protocol", DEFAULT_INFERENCE["text_protocol"])
+    return "package" if protocol in RELEASED_TEXT_PROTOCOLS else protocol
 
 
 class GroveProcessor:
@@ -79,23 +93,33 @@ class GroveProcessor:
         preprocessing: frames per window and image sizes / resize modes (preprocessor_config.json).
         inference: objectness threshold and strictness, window mode, text protocol (config.json).
         prompt: chat template and target text the model was trained with (config.json).
+        text_protocol: how :meth:`generate` decodes the caption for the later windows and reports
+            ``text_tagged`` (``project``, ``official``: the training repository's inference scripts,
+            ``package``: the official inference package); default :func:`processor_text_protocol`.
     """
 
-    def __init__(self, preprocessing: dict | None = None, inference: dict | None = None, prompt: dict | None = None):
+    def __init__(self, preprocessing: dict | None = None, inference: dict | None = None, prompt: dict | None = None,
+                 text_protocol: str | None = None):
         self.preprocessing = {**DEFAULT_PREPROCESSING, **{k: v for k, v in (preprocessing or {}).items()
                                                           if k in DEFAULT_PREPROCESSING}}
         self.inference = {**DEFAULT_INFERENCE, **(inference or {})}
+        self.inference["text_protocol"] = text_protocol or processor_text_protocol(self.inference)
+        if self.inference["text_protocol"] not in ("project", *RELEASED_TEXT_PROTOCOLS):
+            raise ValueError(f"GroveProcessor text_protocol must be one of {('project', *RELEASED_TEXT_PROTOCOLS)}, "
+                             f"got {self.inference['text_protocol']!r}")
         self.prompt = dict(prompt or {})
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str | Path, **hub_kwargs: Any) -> "GroveProcessor":
-        """The processor of an exported folder (or hub repository id, from the local cache when offline)."""
+    def from_pretrained(cls, name_or_path: str | Path, text_protocol: str | None = None,
+                        **hub_kwargs: Any) -> "GroveProcessor":
+        """The processor of an exported folder (or hub repository id, from the local cache when offline);
+        ``text_protocol`` as in the class."""
         folder = resolve_folder(name_or_path, **hub_kwargs)
         config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
         preprocessing = config.get("preprocessing") or {}
         if (folder / PREPROCESSOR_FILE).is_file():
             preprocessing = json.loads((folder / PREPROCESSOR_FILE).read_text(encoding="utf-8"))
-        return cls(preprocessing, config.get("inference"), config.get("prompt"))
+        return cls(preprocessing, config.get("inference"), config.get("prompt"), text_protocol)
 
     # -- frames -> model inputs --------------------------------------------------------------------
     def sample(self, frames: np.ndarray, record: GroundedRecord) -> dict[str, Any]:
@@ -167,9 +191,12 @@ class GroveProcessor:
         _, _, official_caption, _ = batch_windows(batch["frame_mask"].sum(dim=1), window, inference["window_mode"])
         caption_at = official_caption if official_caption is not None else batch["caption_positions"]
         frame_indices = batch["frame_indices"][0]
+        answer = result.get("answers", {}).get(key)
+        tagged = (package_tagged_text(answer) if inference["text_protocol"] == "package"
+                  else " ".join(clip["tagged_caption"].replace("[DET]", " ").split()))
         return {
             "text": clip["caption"],
-            "text_tagged": " ".join(clip["tagged_caption"].replace("[DET]", " ").split()),
+            "text_tagged": tagged,
             "phrases": clip["phrases"],
             "center_frame_indices": [int(frame_indices[p]) for p in caption_at[0].tolist()],
             "frame_indices": frames,
@@ -181,4 +208,5 @@ class GroveProcessor:
         }
 
 
-__all__ = ["GroveProcessor", "clip_record", "predict_clips", "DEFAULT_PREPROCESSING", "DEFAULT_INFERENCE"]
+__all__ = ["GroveProcessor", "clip_record", "predict_clips", "processor_text_protocol", "DEFAULT_PREPROCESSING",
+           "DEFAULT_INFERENCE"]

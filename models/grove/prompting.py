@@ -160,6 +160,19 @@ def official_answer_text(text: str) -> tuple[str, str, list[str]]:
     return " ".join(tagged.split()).strip("'").strip(), caption, phrases
 
 
+def package_tagged_text(text: str) -> str:
+    """The official inference package's ``text_tagged`` of a decoded answer: ``[DET]`` removed,
+    whitespace collapsed, single quotes stripped at both ends; ``<p>``/``</p>`` and every other tag
+    (the EOS ``</s>`` included) kept. :func:`official_answer_text` gives its ``text`` and ``phrases``."""
+    return " ".join(text.replace(DET_TOKEN, "").split()).strip("'").strip()
+
+
+# How generated ids are decoded to the text that later windows re-tokenise (Grove.predict):
+# ``official`` as the training repository's inference scripts (its slow tokenizer),
+# ``package`` as the official inference package (its fast tokenizer).
+RELEASED_TEXT_PROTOCOLS = ("official", "package")
+
+
 def parse_tagged_text(text: str, drop: tuple[str, ...] = ()) -> tuple[str, str, list[str]]:
     """Generated text -> ``(tagged_caption "<p>x</p>" style, plain caption, phrases)``.
 
@@ -384,12 +397,29 @@ class GroundedCaptionPrompter:
         flush()
         return " ".join(parts)
 
-    def official_answer(self, prompt_ids: list[int], generated_ids: list[int]) -> str:
-        """The answer text the released inference re-tokenises for the non-central windows: the
-        decoded prompt and answer, newlines removed, double spaces halved, after the last
-        ``ASSISTANT: ``."""
-        text = self.decode_official([*prompt_ids, *generated_ids]).replace("\n", "").replace("  ", " ")
+    def decode_package(self, token_ids: list[int]) -> str:
+        """The official inference package's decode (its fast tokenizer, special tokens kept): the
+        pieces fused as written, so an added token is joined to the text after it (``</p> [DET];`` for
+        the generated ``</p>``, ``▁``, ``[DET]``, ``;``); placeholders and padding dropped."""
+        tok = self.tokenizer
+        ids = [t for t in token_ids if t >= 0 and t != tok.pad_token_id]
+        return tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def released_answer(self, protocol: str, prompt_ids: list[int], generated_ids: list[int]) -> str:
+        """The answer text a released inference re-tokenises for the windows other than the caption
+        window: the decoded prompt and answer, newlines removed, double spaces halved, after the
+        last ``ASSISTANT: ``; decoded as the training repository's scripts do (``official``,
+        :meth:`decode_official`) or as the inference package does (``package``, :meth:`decode_package`).
+        The EOS, when generated, stays in the text."""
+        if protocol not in RELEASED_TEXT_PROTOCOLS:
+            raise ValueError(f"a released text protocol is one of {RELEASED_TEXT_PROTOCOLS}, got {protocol!r}")
+        decode = self.decode_official if protocol == "official" else self.decode_package
+        text = decode([*prompt_ids, *generated_ids]).replace("\n", "").replace("  ", " ")
         return text.split("ASSISTANT: ")[-1]
+
+    def official_answer(self, prompt_ids: list[int], generated_ids: list[int]) -> str:
+        """:meth:`released_answer` as the training repository's inference scripts decode it."""
+        return self.released_answer("official", prompt_ids, generated_ids)
 
     def parse_generated(self, text: str) -> tuple[str, str, list[str]]:
         """Generated text -> ``(tagged_caption, caption, phrases)``; see :func:`parse_tagged_text`."""

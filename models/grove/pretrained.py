@@ -119,17 +119,19 @@ def model_dtype(dtype=None, torch_dtype=None):
     transformers), a ``torch.dtype`` or its name (``"bfloat16"``, ``"torch.float16"``); None = fp32."""
     import torch
 
-    if dtype is not None and torch_dtype is not None and dtype != torch_dtype:
+    def resolve(value):
+        if value is None or value == "auto":
+            return None
+        chosen = getattr(torch, value.removeprefix("torch."), None) if isinstance(value, str) else value
+        if chosen not in (torch.float32, torch.bfloat16, torch.float16):
+            raise ValueError(f"from_pretrained: dtype must be torch.float32, torch.bfloat16 or torch.float16 (or its "
+                             f"name), got {value!r}")
+        return chosen
+
+    chosen, other = resolve(dtype), resolve(torch_dtype)
+    if chosen is not None and other is not None and chosen != other:
         raise ValueError(f"from_pretrained: dtype={dtype!r} and torch_dtype={torch_dtype!r} disagree; give one")
-    chosen = dtype if dtype is not None else torch_dtype
-    if chosen is None or chosen == "auto":
-        return None
-    if isinstance(chosen, str):
-        chosen = getattr(torch, chosen.removeprefix("torch."), None)
-    if chosen not in (torch.float32, torch.bfloat16, torch.float16):
-        raise ValueError(f"from_pretrained: dtype must be torch.float32, torch.bfloat16 or torch.float16 (or its "
-                         f"name), got {dtype if dtype is not None else torch_dtype!r}")
-    return chosen
+    return chosen if chosen is not None else other
 
 
 def load_grove(cls, folder: str | Path, map_location: str = "cpu", dtype=None):

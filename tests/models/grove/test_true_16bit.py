@@ -3,7 +3,7 @@ it runs, keeps its positional tables fp32, loads 16-bit from an exported folder,
 fp32 model predicts within the tolerance docs/precision.md states.
 
 The agreement test uses a tiny model whose LLM is first fitted to one tagged caption (80 Adam steps,
-under a second): a random LLM's next-token logits are nearly tied, so bf16 rounding flips its greedy
+under a second; experiments/sixteen_bit_agreement.py, which measured the tolerance): a random LLM's next-token logits are nearly tied, so bf16 rounding flips its greedy
 choice on some seeds (2 of 10 at 12 tokens), which says nothing about the model; a fitted LLM has the
 clear margins a trained one has, and its caption carries phrases to ground."""
 from __future__ import annotations
@@ -16,59 +16,24 @@ import numpy as np
 import pytest
 import torch
 
+from experiments.sixteen_bit_agreement import cast_copy, fitted_tiny_grove, predict
 from models.grove import Grove
 from models.grove.configuration import tiny_configs
 from models.grove.fp32_buffers import GAUSSIAN, ROTARY
 
-CAPTION = "a <p> red shape </p> [DET] near <p> a wall </p> [DET]"
 # docs/precision.md: the measured worst case over 20 seeds, with head-room (boxes are normalised to the frame)
 TOLERANCE = {torch.bfloat16: {"box": 0.004, "objectness": 0.01},
              torch.float16: {"box": 0.001, "objectness": 0.002}}
 FP32_BUFFERS = (GAUSSIAN, *ROTARY)
 
 
-def _clip(seed: int):
-    gen = torch.Generator().manual_seed(100 + seed)
-    return torch.randn(1, 8, 3, 64, 64, generator=gen), torch.randn(1, 8, 3, 128, 128, generator=gen)
-
-
-def fitted_tiny_grove(seed: int, steps: int = 80) -> Grove:
-    """A seeded tiny GROVE whose LLM has been fitted to :data:`CAPTION` on the seed's clip."""
-    torch.manual_seed(seed)
-    model = Grove(**tiny_configs())
-    model.prompter = model.make_prompter(sample_question=False, template="plain")
-    global_frames, _ = _clip(seed)
-    enc = model.prompter.encode_training([CAPTION])
-    video = model.encode_video(global_frames[:, :4]).detach()
-    optimizer = torch.optim.Adam(model.language_model.parameters(), lr=3e-3)
-    for _ in range(steps):
-        loss, _ = model.language_model(enc["input_ids"], enc["attention_mask"], video, enc["labels"])
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model.eval()
-
-
-def cast_copy(model: Grove, dtype: torch.dtype) -> Grove:
-    copy = Grove(**tiny_configs())
-    copy.load_state_dict(model.state_dict())
-    copy.prompter = model.prompter
-    return copy.to(dtype).eval()
-
-
-def _predict(model: Grove, seed: int, dtype: torch.dtype = torch.float32):
-    global_frames, grounding_frames = _clip(seed)
-    return model.predict(global_frames.to(dtype), grounding_frames.to(dtype), torch.ones(1, 8, dtype=torch.bool),
-                         window=4, caption_positions=torch.arange(4).unsqueeze(0) * 2, max_new_tokens=24)
-
-
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_16bit_predictions_agree_with_fp32_within_the_documented_tolerance(seed, dtype):
     model = fitted_tiny_grove(seed)
-    reference = _predict(model, seed)
+    reference = predict(model, seed)
     assert reference.phrases[0], "the fitted caption must tag phrases, or there is nothing to compare"
-    half = _predict(cast_copy(model, dtype), seed, dtype)
+    half = predict(cast_copy(model, dtype), seed, dtype)
     assert half.tagged_captions == reference.tagged_captions and half.phrases == reference.phrases
     assert half.boxes.dtype == half.scores.dtype == torch.float32
     assert reference.boxes.abs().sum() > 0

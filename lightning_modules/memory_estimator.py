@@ -475,6 +475,7 @@ def inference_table(params: InferenceParameters, values: dict[str, int],
 
 
 __all__ = ["InferenceParameters", "inference_activation_values", "InferenceEstimate", "inference_table",
-           "INFERENCE_PRECISIONS", "GPU_SIZES_GIB", "DEFAULT_INFERENCE_OVERHEAD_GIB", "build_meta_module", "ParameterSummary", "Workload", "activation_values", "activation_bytes",
+           "INFERENCE_PRECISIONS", "GPU_SIZES_GIB", "DEFAULT_INFERENCE_OVERHEAD_GIB", "build_meta_module",
+           "ParameterSummary", "Workload", "activation_values", "activation_bytes",
            "clip_block_values", "sam_block_values", "llama_layer_values", "decoder_values", "MemoryEstimate",
            "estimate", "table", "largest_fitting", "STRATEGIES", "GIB"]

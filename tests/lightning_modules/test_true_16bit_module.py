@@ -14,7 +14,8 @@ from tests.fixtures.tiny_cli import tiny_cli_args
 from tests.webdemo.fixed_caption_server import fixed_generate_captions
 
 FROZEN = ("global_backbone", "grounding_backbone", "llm_blocks")
-TRAINED = ("global_adapters", "vision_projector", "query_projector", "box_decoder", "heads", "llm_embeddings", "llm_lora")
+TRAINED = ("global_adapters", "vision_projector", "query_projector", "box_decoder", "heads", "llm_embeddings",
+           "llm_lora")
 # the paper's policy: towers and LLM blocks frozen, LoRA on the LLM
 PAPER_FREEZING = ("--model.init_args.train_global_backbone=false", "--model.init_args.train_grounding_backbone=false",
                   "--model.init_args.train_llm=false", "--model.init_args.language_model.lora_r=4")

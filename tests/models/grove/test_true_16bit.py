@@ -3,9 +3,10 @@ it runs, keeps its positional tables fp32, loads 16-bit from an exported folder,
 fp32 model predicts within the tolerance docs/precision.md states.
 
 The agreement test uses a tiny model whose LLM is first fitted to one tagged caption (80 Adam steps,
-under a second; experiments/sixteen_bit_agreement.py, which measured the tolerance): a random LLM's next-token logits are nearly tied, so bf16 rounding flips its greedy
-choice on some seeds (2 of 10 at 12 tokens), which says nothing about the model; a fitted LLM has the
-clear margins a trained one has, and its caption carries phrases to ground."""
+under a second; experiments/sixteen_bit_agreement.py, which measured the tolerance): a random LLM's
+next-token logits are nearly tied, so bf16 rounding flips its greedy choice on some seeds (2 of 10 at
+12 tokens), which says nothing about the model; a fitted LLM has the clear margins a trained one has,
+and its caption carries phrases to ground."""
 from __future__ import annotations
 
 import core  # noqa: F401
@@ -86,7 +87,8 @@ def exported(tmp_path_factory):
 @pytest.mark.parametrize("kwargs, dtype", [({"torch_dtype": torch.bfloat16}, torch.bfloat16),
                                            ({"dtype": torch.bfloat16}, torch.bfloat16),
                                            ({"torch_dtype": "float16"}, torch.float16),
-                                           ({"dtype": "torch.bfloat16", "torch_dtype": torch.bfloat16}, torch.bfloat16)])
+                                           ({"dtype": "torch.bfloat16", "torch_dtype": torch.bfloat16},
+                                            torch.bfloat16)])
 def test_from_pretrained_loads_in_the_asked_dtype(exported, kwargs, dtype):
     reference, folder = exported
     model = Grove.from_pretrained(folder, **kwargs)

@@ -35,7 +35,10 @@ class KeepsBuffersFp32(nn.Module):
             result = super()._apply(fn, recurse)
         finally:
             for module, name, buffer in held:  # fn gives the target device (its dtype is not taken)
-                module._buffers[name] = buffer.to(device=fn(buffer).device, dtype=torch.float32)
+                moved = fn(buffer)
+                # a meta buffer has no values to keep (to_empty): fn's new storage, as fp32
+                module._buffers[name] = moved.float() if buffer.is_meta else buffer.to(device=moved.device,
+                                                                                        dtype=torch.float32)
         return result
 
 

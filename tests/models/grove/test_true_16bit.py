@@ -136,3 +136,12 @@ def test_the_processor_generates_with_a_16bit_model(exported, video, load, monke
     for ours, theirs in zip(out["bboxes"], reference["bboxes"]):
         assert ours.dtype == torch.float32 and ours.shape == theirs.shape
         assert float((ours - theirs).abs().max()) <= 4 * 64 * TOLERANCE[torch.bfloat16]["box"]  # pixels of 64
+
+
+def test_a_model_built_on_meta_gets_fp32_tables_when_materialised_and_cast():
+    from models.grove.modeling import build_on_meta
+
+    model = build_on_meta(**tiny_configs())
+    model.to_empty(device="cpu").to(torch.bfloat16)
+    tables = {n: b for n, b in model.named_buffers() if n.rsplit(".", 1)[-1] in FP32_BUFFERS}
+    assert len(tables) == 3 and all(b.dtype == torch.float32 and b.device.type == "cpu" for b in tables.values())

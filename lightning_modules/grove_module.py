@@ -4,6 +4,7 @@ from __future__ import annotations
 from core.weights.dtypes import refuse_dtype_mismatch
 
 import warnings
+from contextlib import nullcontext
 from typing import Any
 
 import lightning as L
@@ -23,6 +24,8 @@ from models.grove.windows import WINDOW_MODES
 # command line decides them rather than the checkpoint.
 EVAL_SETTINGS = ("objectness_threshold", "objectness_strict", "max_new_tokens", "window_mode", "text_protocol",
                  "weight_quantization")
+# frozen_dtype: the 16-bit types the frozen weights can be held in (docs/precision.md)
+FROZEN_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def start_from_glamm(model: Grove, folder: str) -> str:
@@ -83,6 +86,10 @@ class GroveModule(L.LightningModule):
         weight_quantization: ``null`` or ``int8``: weight-only 8-bit backbones for predict, test and
             validate (:mod:`models.grove.quantization`), applied when the stage starts, after the
             weights (``--ckpt_path``) are loaded and cast; fitting with it is refused.
+        frozen_dtype: ``bf16`` or ``fp16`` holds every frozen weight (towers, LLM blocks under LoRA) in
+            that 16-bit type while the trained ones keep fp32 master weights, and runs the model under
+            autocast to it: about half the weight memory, as the paper's DeepSpeed bf16 run (which
+            holds every weight in bf16). ``null`` (default): every weight as built (docs/precision.md).
         optimizer / lr_scheduler: set from the config (AdamW, warm-up + linear decay by default).
     """
 
@@ -116,6 +123,7 @@ class GroveModule(L.LightningModule):
         target_text: str = "as_is",
         init_from_glamm: str | None = None,
         weight_quantization: str | None = None,
+        frozen_dtype: str | None = None,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
     ):
@@ -124,6 +132,8 @@ class GroveModule(L.LightningModule):
             raise ValueError(f"model.window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")
         if text_protocol not in TEXT_PROTOCOLS:
             raise ValueError(f"model.text_protocol must be one of {TEXT_PROTOCOLS}, got {text_protocol!r}")
+        if frozen_dtype is not None and frozen_dtype not in FROZEN_DTYPES:
+            raise ValueError(f"model.frozen_dtype must be one of {sorted(FROZEN_DTYPES)} or null, got {frozen_dtype!r}")
         self.save_hyperparameters(ignore=list(EVAL_SETTINGS))
         self.objectness_threshold = float(objectness_threshold)
         self.objectness_strict = bool(objectness_strict)
@@ -204,8 +214,24 @@ class GroveModule(L.LightningModule):
         self.quantize_for_inference()
 
     def apply_freezing(self) -> None:
-        """requires_grad per the config (frozen parts get no gradient and never change)."""
+        """requires_grad per the config (frozen parts get no gradient and never change); with
+        ``frozen_dtype``, the frozen weights are then held in that 16-bit type."""
         self.trainable_counts = self.model.configure_trainable(self.trainable_groups())
+        dtype = FROZEN_DTYPES.get(self.hparams.get("frozen_dtype"))
+        if dtype is None:
+            return
+        for module in self.model.modules():
+            if "Norm" in type(module).__name__:  # LayerNorm/RMSNorm weights: tiny, and layer_norm wants fp32 ones
+                continue
+            for param in module.parameters(recurse=False):
+                if not param.requires_grad and param.is_floating_point():
+                    param.data = param.data.to(dtype)
+
+    def compute_context(self):
+        """Autocast to ``frozen_dtype`` where the model holds 16-bit and fp32 weights side by side (the
+        trained fp32 masters are cast per operation, as in Lightning's ``bf16-mixed``); else nothing."""
+        dtype = FROZEN_DTYPES.get(self.hparams.get("frozen_dtype"))
+        return torch.autocast(self.device.type, dtype=dtype) if dtype is not None else nullcontext()
 
     def configure_optimizers(self):
         # None = the paper's AdamW (a function default would reach jsonargparse as a string)
@@ -236,7 +262,8 @@ class GroveModule(L.LightningModule):
     def training_step(self, batch: dict[str, Any], batch_idx: int):
         if not batch["keys"]:
             return None  # every clip of the batch was unreadable (reported by SkippedVideoReport)
-        losses, _, _ = self.compute_losses(batch)
+        with self.compute_context():
+            losses, _, _ = self.compute_losses(batch)
         bs = len(batch["keys"])
         # the epoch values are means over every rank's batches (sync_dist), not rank zero's alone
         self.log_dict({f"train/{k}": v.detach() for k, v in losses.items()}, batch_size=bs,
@@ -249,7 +276,8 @@ class GroveModule(L.LightningModule):
         if not batch["keys"]:
             return {"predictions": {}, "skipped": batch["skipped"]}
         bs = len(batch["keys"])
-        losses, out, view = self.compute_losses(batch, batch["caption_positions"])
+        with self.compute_context():
+            losses, out, view = self.compute_losses(batch, batch["caption_positions"])
         self.log_dict({f"{stage}/{k}": v for k, v in losses.items()}, batch_size=bs, sync_dist=True)
         self.teacher_forced_metrics[stage].update(out.boxes, out.objectness_logits, view["boxes"], view["present"],
                                                   batch["phrase_mask"])
@@ -287,8 +315,11 @@ class GroveModule(L.LightningModule):
         if "answers" in batch:  # a pointing benchmark's segments (datamodules.pointing)
             from lightning_modules.pointing import pointing_predictions
 
-            return {"predictions": pointing_predictions(self.model, batch), "skipped": batch["skipped"]}
-        result = predict_clips(self.model, batch, report_objectness=self.report_objectness, **self.inference_settings())
+            with self.compute_context():
+                return {"predictions": pointing_predictions(self.model, batch), "skipped": batch["skipped"]}
+        with self.compute_context():
+            result = predict_clips(self.model, batch, report_objectness=self.report_objectness,
+                                   **self.inference_settings())
         return {**result, "skipped": batch["skipped"]}
 
     # ------------------------------------------------------------------ inference
@@ -300,4 +331,5 @@ class GroveModule(L.LightningModule):
 
     def predict_clips(self, batch: dict[str, Any]) -> dict[str, dict]:
         """Prediction-format dicts for the clips of a batch: caption, phrases and boxes on every frame."""
-        return predict_clips(self.model, batch, **self.inference_settings())["predictions"]
+        with self.compute_context():
+            return predict_clips(self.model, batch, **self.inference_settings())["predictions"]

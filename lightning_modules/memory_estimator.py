@@ -1,4 +1,5 @@
-"""Per-GPU training memory of GROVE: weights, gradients, optimizer state and activations, by strategy.
+"""Per-GPU training memory of GROVE: weights, gradients, optimizer state and activations, by strategy;
+and the memory of one inference process per weight precision (fp32, bf16, fp16, int8 weight-only).
 
 Parameter counts come from the model built on the meta device from a training config (no
 weights, no memory), with the freezing policy of that config. Activations come from the
@@ -26,6 +27,8 @@ from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
+
+from models.grove.quantization import INT8_ROW_OVERHEAD_BYTES
 
 STRATEGIES = ("ddp", "zero2", "fsdp")
 GIB = 2 ** 30
@@ -343,6 +346,139 @@ def largest_fitting(rows: list[MemoryEstimate], capacity_gib: float) -> dict[tup
     return best
 
 
-__all__ = ["build_meta_module", "ParameterSummary", "Workload", "activation_values", "activation_bytes",
+# --------------------------------------------------------------------------------------- inference
+# Weight precisions of an inference run. ``int8``: weight-only int8 as models.grove.quantization
+# applies it (the backbones' linear weights 1 byte plus a float32 scale and an int8 zero point per
+# output row; everything else bf16).
+INFERENCE_PRECISIONS = ("fp32", "bf16", "fp16", "int8")
+# CUDA context and allocator fragmentation of one inference process (no NCCL, no optimizer).
+DEFAULT_INFERENCE_OVERHEAD_GIB = 1.5
+# GPU memory sizes (GiB, as the cards' "GB" are) a table row is matched against.
+GPU_SIZES_GIB = (16, 24, 40, 48, 80, 141)
+
+
+@dataclass
+class InferenceParameters:
+    """A model's weights by the dtype class each gets at inference (docs/precision.md).
+
+    ``linear``: values of the ``nn.Linear`` weights weight-only int8 quantises
+    (:func:`models.grove.quantization.quantizable_linears`), ``linear_rows`` their output rows (a scale
+    and a zero point each); ``fp32_islands``: buffers kept fp32 in every precision
+    (:mod:`models.grove.fp32_buffers`); ``other``: every other parameter and floating buffer
+    (embeddings, the LM head, the trained parts, biases, norms, convolutions, positional tables, CLIP's
+    fused attention projections)."""
+
+    linear: int
+    linear_rows: int
+    fp32_islands: int
+    other: int
+
+    @classmethod
+    def of(cls, model: nn.Module) -> "InferenceParameters":
+        from models.grove.fp32_buffers import KeepsBuffersFp32
+        from models.grove.quantization import quantizable_linears
+
+        modules = dict(model.named_modules())
+        quantised = [modules[name].weight for name in quantizable_linears(model)]
+        quantised_ids = {id(w) for w in quantised}
+        island_ids = {id(m._buffers[name]) for owner in model.modules() if isinstance(owner, KeepsBuffersFp32)
+                      for m in owner.modules() for name in owner.fp32_buffers
+                      if isinstance(m._buffers.get(name), torch.Tensor)}
+        tensors = {id(t): t for t in [*model.parameters(), *model.buffers()] if t.is_floating_point()}
+        return cls(linear=sum(w.numel() for w in quantised), linear_rows=sum(w.shape[0] for w in quantised),
+                   fp32_islands=sum(tensors[i].numel() for i in island_ids if i in tensors),
+                   other=sum(t.numel() for i, t in tensors.items() if i not in quantised_ids and i not in island_ids))
+
+    @property
+    def total(self) -> int:
+        return self.linear + self.fp32_islands + self.other
+
+    def weight_bytes(self, precision: str) -> float:
+        """Bytes of every weight at ``precision`` (one of :data:`INFERENCE_PRECISIONS`)."""
+        islands = 4 * self.fp32_islands
+        if precision == "fp32":
+            return float(4 * (self.linear + self.other) + islands)
+        if precision in ("bf16", "fp16"):
+            return float(2 * (self.linear + self.other) + islands)
+        if precision == "int8":
+            return float(self.linear + INT8_ROW_OVERHEAD_BYTES * self.linear_rows + 2 * self.other + islands)
+        raise ValueError(f"precision must be one of {INFERENCE_PRECISIONS}, got {precision!r}")
+
+
+def inference_activation_values(model: nn.Module, workload: Workload, max_new_tokens: int = 64) -> dict[str, int]:
+    """Values alive at once while one clip is predicted (no autograd: one block's tensors at a time).
+
+    ``kv_cache``: the caption's greedy decoding keeps keys and values of every LLM layer for the
+    video tokens, the prompt and ``max_new_tokens``. The other entries are the working set of the
+    largest block of each part on one window of ``workload.frames`` frames (the formulas of
+    :func:`activation_values` for one block, which count what a block's forward holds), of which
+    only the largest is alive at a time: ``peak`` (their maximum) + the KV cache is what one clip adds
+    to the weights.
+    """
+    t = workload.frames
+    ge = model.global_encoder
+    tower = ge.backbone
+    block = tower.transformer.resblocks[0]
+    grid_tokens = (ge.config.image_size // tower.conv1.kernel_size[0]) ** 2
+    out = {"clip_block": t * clip_block_values(grid_tokens + 1, ge.width, block.attn.num_heads,
+                                               block.mlp.c_fc.out_features,
+                                               type(block.mlp.gelu).__name__ == "QuickGELU")}
+    gr = model.grounding_encoder
+    enc = gr.backbone
+    sam_width = enc.patch_embed.proj.out_channels
+    out["sam_block"] = max(t * sam_block_values(gr.grid_size, sam_width, b.attn.num_heads, b.mlp.lin1.out_features,
+                                                b.window_size) for b in enc.blocks)
+    cfg = model.language_model.model.config
+    heads = cfg.num_attention_heads
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+    seq = model.num_video_tokens + workload.text_tokens
+    out["llm_layer"] = llama_layer_values(seq, cfg.hidden_size, heads, kv_heads, cfg.intermediate_size)
+    out["llm_logits"] = cfg.vocab_size  # greedy decoding computes the last position's logits only
+    dec = model.box_decoder
+    output_tokens = (dec.output_tokens.shape[0] if dec.output_tokens is not None else 0) + 1
+    out["box_decoder"] = workload.phrases * t * decoder_values(gr.grid_size ** 2, dec.config.dim,
+                                                               len(dec.transformer.layers), dec.config.num_heads,
+                                                               output_tokens)
+    out["peak"] = max(out.values())
+    kv_width = cfg.hidden_size * kv_heads // heads
+    out["kv_cache"] = 2 * cfg.num_hidden_layers * (model.num_video_tokens + workload.text_tokens + max_new_tokens) \
+        * kv_width
+    return out
+
+
+@dataclass
+class InferenceEstimate:
+    """Bytes of one inference process at ``precision``; ``total`` includes ``overhead``."""
+
+    precision: str
+    weights: float
+    activations: float
+    kv_cache: float
+    overhead: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.activations + self.kv_cache + self.overhead
+
+    def smallest_gpu(self, sizes_gib=GPU_SIZES_GIB) -> int | None:
+        """The smallest GPU memory size (GiB) that holds ``total``; None if none does."""
+        return next((size for size in sorted(sizes_gib) if self.total <= size * GIB), None)
+
+
+def inference_table(params: InferenceParameters, values: dict[str, int],
+                    overhead_gib: float = DEFAULT_INFERENCE_OVERHEAD_GIB) -> list[InferenceEstimate]:
+    """One :class:`InferenceEstimate` per :data:`INFERENCE_PRECISIONS`; activations and the KV cache
+    in the compute dtype (fp32 for fp32, else 2 bytes: int8 weights compute in bf16)."""
+    rows = []
+    for precision in INFERENCE_PRECISIONS:
+        act = 4 if precision == "fp32" else 2
+        rows.append(InferenceEstimate(precision, params.weight_bytes(precision), float(values["peak"] * act),
+                                      float(values["kv_cache"] * act), overhead_gib * GIB))
+    return rows
+
+
+__all__ = ["InferenceParameters", "inference_activation_values", "InferenceEstimate", "inference_table",
+           "INFERENCE_PRECISIONS", "GPU_SIZES_GIB", "DEFAULT_INFERENCE_OVERHEAD_GIB", "build_meta_module",
+           "ParameterSummary", "Workload", "activation_values", "activation_bytes",
            "clip_block_values", "sam_block_values", "llama_layer_values", "decoder_values", "MemoryEstimate",
            "estimate", "table", "largest_fitting", "STRATEGIES", "GIB"]

@@ -136,14 +136,18 @@ class DemoPredictor:
         overrides: more command-line overrides (``--model.init_args....=...``).
         long_video_config: the overlay of long-video mode, stacked after ``configs`` (None: no
             long-video mode); if the stack does not parse, the mode is off and ``long_video_error`` says why.
+        precision: the trainer's precision, e.g. ``bf16-true`` or ``16-true`` (every weight in 16 bits,
+            half the GPU memory; docs/precision.md); None: the config's. Long-video mode runs with it too.
     """
 
     def __init__(self, configs: Sequence[str | Path], ckpt_path: str | Path, placeholder_video: str | Path,
-                 overrides: Sequence[str] = (), long_video_config: str | Path | None = LONG_VIDEO_OVERLAY):
+                 overrides: Sequence[str] = (), long_video_config: str | Path | None = LONG_VIDEO_OVERLAY,
+                 precision: str | None = None):
         stacked = [arg for config in configs for arg in ("--config", str(config))]
         rest = [f"--ckpt_path={ckpt_path}", f"--data.init_args.videos={placeholder_video}",
                 # decoding in the server process: no worker processes forked from a threaded server
-                "--data.init_args.num_workers=0", "--trainer.logger=false", *overrides]
+                "--data.init_args.num_workers=0", "--trainer.logger=false", *overrides,
+                *([f"--trainer.precision={precision}"] if precision is not None else [])]
         cli = _LoadingCLI(subclass_mode_model=True, subclass_mode_data=True, save_config_callback=None,
                           parser_kwargs={"parser_mode": "omegaconf"}, args=["predict", *stacked, *rest], run=True)
         self.module, self.trainer, self.datamodule = cli.model, cli.trainer, cli.datamodule

@@ -27,6 +27,7 @@ from judge.model.prompt_format import IGNORE_INDEX, SPECIAL_TOKENS, JudgeAnswer,
 from judge.model.prompter import JudgePrompter
 from judge.model.tokenizer import build_tiny_judge_tokenizer
 from judge.model.video_feature_cache import FrozenVideoFeatureCache
+from models.grove.fp32_buffers import ROTARY, KeepsBuffersFp32
 
 # Qwen2.5-VL's LLM projection layers; the vision tower has gate/up/down projections too, hence the
 # language_model anchor in the target regex.
@@ -103,8 +104,10 @@ def load_vision_weights(tower: nn.Module, path: str | Path) -> None:
                          f"(tiny vision sizes differ?): {err}") from err
 
 
-class VCInspectorJudge(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["video-caption-evaluation"]):
-    """Qwen2.5-VL with LoRA on the language model; vision tower and merger frozen.
+class VCInspectorJudge(KeepsBuffersFp32, PyTorchModelHubMixin, library_name="grove",
+                       tags=["video-caption-evaluation"]):
+    """Qwen2.5-VL with LoRA on the language model; vision tower and merger frozen. Cast to 16 bits
+    (``.to(torch.bfloat16)``, Lightning's ``bf16-true``), its rotary tables stay fp32 (docs/precision.md).
 
     ``save_pretrained`` / ``from_pretrained`` / ``push_to_hub`` (huggingface_hub's mixin) write and
     read a self-contained folder (:mod:`judge.model.pretrained`).
@@ -138,6 +141,8 @@ class VCInspectorJudge(nn.Module, PyTorchModelHubMixin, library_name="grove", ta
         architecture_folder: an exported judge folder (:mod:`judge.model.pretrained`) whose architecture,
             tokenizer and video processor to build (random weights: a checkpoint provides them).
     """
+
+    fp32_buffers = ROTARY
 
     def __init__(self, model_path: str | None = None, tiny: dict | None = None, adapter_path: str | None = None,
                  lora: dict | None = None, template: str = "qwen", max_pixels: int = 224 * 224,

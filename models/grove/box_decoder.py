@@ -17,10 +17,10 @@ import core  # noqa: F401  (torchvision compatibility before segment_anything im
 
 import torch
 from segment_anything.modeling import TwoWayTransformer
-from segment_anything.modeling.prompt_encoder import PositionEmbeddingRandom
 from torch import Tensor, nn
 
 from models.grove.configuration import DecoderConfig, load_weights, require_path
+from models.grove.fp32_buffers import Fp32PositionEmbeddingRandom
 
 CHECKPOINT_KEY = "model.decoder.checkpoint"
 SAM_NUM_OUTPUT_TOKENS = 5  # SAM's IoU token + 4 mask tokens
@@ -36,7 +36,7 @@ class BoxDecoder(nn.Module):
             raise ValueError(f"model.decoder.dim must be even (Fourier positional encoding), got {config.dim}")
         self.transformer = TwoWayTransformer(depth=config.depth, embedding_dim=config.dim,
                                              num_heads=config.num_heads, mlp_dim=config.mlp_dim)
-        self.pe_layer = PositionEmbeddingRandom(config.dim // 2)
+        self.pe_layer = Fp32PositionEmbeddingRandom(config.dim // 2)  # fp32 in every model dtype
         # SAM adds its "no mask" dense prompt embedding to the image features when no mask is given.
         self.no_mask_embed = nn.Parameter(torch.randn(config.dim) * 0.02)
         self.output_tokens = nn.Parameter(torch.randn(SAM_NUM_OUTPUT_TOKENS, config.dim)) \
@@ -73,7 +73,8 @@ class BoxDecoder(nn.Module):
                 self.output_tokens.copy_(torch.cat((iou, masks), dim=0))
 
     def dense_pe(self, hw: tuple[int, int], like: Tensor) -> Tensor:
-        """SAM's positional encoding of the feature grid: ``(1, dim, h, w)``."""
+        """SAM's positional encoding of the feature grid: ``(1, dim, h, w)``, computed in fp32, then cast to
+        ``like``'s dtype (:mod:`models.grove.fp32_buffers`)."""
         return self.pe_layer(hw).unsqueeze(0).to(like.dtype)
 
     def forward(self, features: Tensor, queries: Tensor, phrase_mask: Tensor | None = None) -> Tensor:

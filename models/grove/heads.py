@@ -26,22 +26,26 @@ class QueryProjector(TwoLayerMLP):
 
 
 class BoxHead(nn.Module):
-    """h_bb: decoder output -> normalised ``(cx, cy, w, h)`` in [0, 1] (two FC layers, ReLU, sigmoid)."""
+    """h_bb: decoder output -> normalised ``(cx, cy, w, h)`` in [0, 1] (two FC layers, ReLU, sigmoid).
+
+    The sigmoid runs in fp32 whatever the model's dtype: in bf16 a box near the image border would be
+    rounded by up to 2**-9 of the image (a pixel at 512), and the box losses take fp32 boxes."""
 
     def __init__(self, dim: int):
         super().__init__()
         self.mlp = TwoLayerMLP(dim, dim, 4, activation=nn.ReLU)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.mlp(x).sigmoid()
+        return self.mlp(x).float().sigmoid()
 
 
 class TemporalObjectnessHead(nn.Module):
-    """h_tobj: decoder output -> logit that the phrase's object is visible in that frame."""
+    """h_tobj: decoder output -> logit that the phrase's object is visible in that frame, as fp32 (the
+    sigmoid, the threshold and the focal/BCE loss read it in fp32 whatever the model's dtype)."""
 
     def __init__(self, dim: int):
         super().__init__()
         self.linear = nn.Linear(dim, 1)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.linear(x).squeeze(-1)
+        return self.linear(x).squeeze(-1).float()

@@ -28,6 +28,7 @@ from transformers import (
 )
 
 from models.grove.configuration import LanguageModelConfig, require_path
+from models.grove.fp32_buffers import ROTARY, KeepsBuffersFp32
 from models.grove.prompting import DET_TOKEN, IGNORE_INDEX, OFFICIAL_VIDEO_INDEX, VIDEO_TOKEN, add_grove_tokens
 from models.tiny_tokenizer import VOCAB_SIZE as TINY_VOCAB_SIZE
 from models.tiny_tokenizer import build_tiny_tokenizer
@@ -181,8 +182,12 @@ def query_mask(input_ids: Tensor, det_token_id: int, query_token: str = "det") -
     return torch.cat((det[:, 1:], det.new_zeros(det.shape[0], 1)), dim=1)
 
 
-class GroveLanguageModel(nn.Module):
-    """LLM + tokenizer with GROVE's tokens; ``forward`` returns ``(lm_loss, last_hidden_state)``."""
+class GroveLanguageModel(KeepsBuffersFp32):
+    """LLM + tokenizer with GROVE's tokens; ``forward`` returns ``(lm_loss, last_hidden_state)``.
+
+    The rotary position tables stay fp32 when the model is cast to 16 bits (:mod:`models.grove.fp32_buffers`)."""
+
+    fp32_buffers = ROTARY
 
     def __init__(self, config: LanguageModelConfig, tokenizer=None):
         super().__init__()

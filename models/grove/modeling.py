@@ -121,10 +121,12 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
         return quantize_loaded(super().from_pretrained(str(folder), **kwargs), quantization)
 
     @classmethod
-    def _from_pretrained(cls, *, model_id: str, map_location: str = "cpu", **_: object) -> "Grove":
-        from models.grove.pretrained import load_grove
+    def _from_pretrained(cls, *, model_id: str, map_location: str = "cpu", torch_dtype=None, dtype=None,
+                         **_: object) -> "Grove":
+        """``torch_dtype`` / ``dtype`` (``torch.bfloat16``, ``torch.float16``): build and load in that dtype."""
+        from models.grove.pretrained import load_grove, model_dtype
 
-        return load_grove(cls, model_id, map_location)
+        return load_grove(cls, model_id, map_location, dtype=model_dtype(dtype, torch_dtype))
 
     # -- text --------------------------------------------------------------------------------------
     @property

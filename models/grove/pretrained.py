@@ -114,8 +114,31 @@ def resolve_grove_folder(name_or_path, hub_kwargs: dict) -> Path:
     return resolve_folder(name_or_path, **{k: hub_kwargs[k] for k in _HUB_KWARGS if k in hub_kwargs})
 
 
-def load_grove(cls, folder: str | Path, map_location: str = "cpu"):
-    """A GROVE rebuilt from an exported folder's config.json and loaded with its weights, in eval mode."""
+def model_dtype(dtype=None, torch_dtype=None):
+    """The dtype ``from_pretrained`` builds in: ``dtype`` or ``torch_dtype`` (both accepted, as by
+    transformers), a ``torch.dtype`` or its name (``"bfloat16"``, ``"torch.float16"``); None = fp32."""
+    import torch
+
+    def resolve(value):
+        if value is None or value == "auto":
+            return None
+        chosen = getattr(torch, value.removeprefix("torch."), None) if isinstance(value, str) else value
+        if chosen not in (torch.float32, torch.bfloat16, torch.float16):
+            raise ValueError(f"from_pretrained: dtype must be torch.float32, torch.bfloat16 or torch.float16 (or its "
+                             f"name), got {value!r}")
+        return chosen
+
+    chosen, other = resolve(dtype), resolve(torch_dtype)
+    if chosen is not None and other is not None and chosen != other:
+        raise ValueError(f"from_pretrained: dtype={dtype!r} and torch_dtype={torch_dtype!r} disagree; give one")
+    return chosen if chosen is not None else other
+
+
+def load_grove(cls, folder: str | Path, map_location: str = "cpu", dtype=None):
+    """A GROVE rebuilt from an exported folder's config.json and loaded with its weights, in eval mode.
+
+    With ``dtype`` (bf16 or fp16) the model is built in that dtype (no fp32 copy is ever made) and
+    the weights are cast to it as they load, except the fp32 buffers of :mod:`models.grove.fp32_buffers`."""
     from models.grove.configuration import part_configs
     from models.grove.hub_config import is_hub_folder
 
@@ -137,10 +160,18 @@ def load_grove(cls, folder: str | Path, map_location: str = "cpu"):
 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the tokenizer loader reads config.json and warns about model_type 'grove'
+    import torch
+
+    default_dtype = torch.get_default_dtype()
+    if dtype is not None:
+        torch.set_default_dtype(dtype)  # parameters are created in ``dtype``
     try:
         model = cls(**parts)
     finally:
         hf_logging.set_verbosity(verbosity)
+        torch.set_default_dtype(default_dtype)
+    if dtype is not None:
+        model.to(dtype)  # what was created in an explicit fp32 (fp32 buffers stay fp32)
     load_into(model, load_weights(folder), str(folder))
     model.settings = {k: config[k] for k in SETTINGS if k in config}
     prompt = config.get("prompt") or {}

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str, list[str]]] = {
     "python scripts/convert_official_grove.py": ("scripts.convert_official_grove", "main", []),
     "python scripts/convert_to_hub_jsonl.py": ("scripts.convert_to_hub_jsonl", "main", []),
     "python scripts/estimate_memory.py": ("scripts.estimate_memory", "main", []),
+    "python scripts/estimate_inference_memory.py": ("scripts.estimate_inference_memory", "main", []),
     "python scripts/pretrain_judge_vision.py": ("scripts.pretrain_judge_vision", "main", []),
     "python scripts/score_long_video.py": ("scripts.score_long_video", "main", []),
     "python scripts/sweep.py": ("scripts.sweep", "main", []),

@@ -69,6 +69,7 @@ CASES = [
     ("python scripts/estimate_memory.py", ["--gpus", "0"], "--gpus: must be a positive integer"),
     ("python scripts/estimate_memory.py", ["--capacity-gib", "-80"], "--capacity-gib: must be a positive number"),
     ("python scripts/estimate_memory.py", ["--config", "{tmp}/absent.yaml"], "absent.yaml: no such file"),
+    ("python scripts/estimate_inference_memory.py", ["--frames", "0"], "--frames: must be a positive integer"),
     ("python scripts/pretrain_judge_vision.py", ["--steps", "0"], "--steps: must be a positive integer"),
     ("python scripts/pretrain_judge_vision.py", ["--config", "{tmp}/absent.yaml"], "absent.yaml: no such file"),
     ("python scripts/pretrain_judge_vision.py", ["--synthetic-root", "{tmp}/absent"], "absent: no such folder"),

@@ -374,12 +374,15 @@ class InferenceParameters:
     other: int
 
     @classmethod
-    def of(cls, model: nn.Module) -> "InferenceParameters":
+    def of(cls, model: nn.Module, quantised_linears: list[str] | None = None) -> "InferenceParameters":
+        """``quantised_linears``: names of the linear layers int8 quantises (default: GROVE's,
+        :func:`models.grove.quantization.quantizable_linears`)."""
         from models.grove.fp32_buffers import KeepsBuffersFp32
         from models.grove.quantization import quantizable_linears
 
         modules = dict(model.named_modules())
-        quantised = [modules[name].weight for name in quantizable_linears(model)]
+        names = quantizable_linears(model) if quantised_linears is None else quantised_linears
+        quantised = [modules[name].weight for name in names]
         quantised_ids = {id(w) for w in quantised}
         island_ids = {id(m._buffers[name]) for owner in model.modules() if isinstance(owner, KeepsBuffersFp32)
                       for m in owner.modules() for name in owner.fp32_buffers

@@ -21,8 +21,9 @@ from tests.fixtures.paths import ROOT
 class _Small(nn.Module):
     def __init__(self):
         super().__init__()
-        self.proj = nn.Linear(10, 6)                      # int8-able: 60 values, 6 rows; bias 6 "other"
-        self.head = nn.Linear(6, 3, bias=False)           # int8-able: 18 values, 3 rows
+        self.proj = nn.Linear(10, 6)                      # int8: 60 values, 6 rows; bias 6 "other"
+        self.head = nn.Linear(6, 3, bias=False)           # int8: 18 values, 3 rows
+        self.kept = nn.Linear(2, 2, bias=False)           # not quantised: 4 "other"
         self.attn = nn.MultiheadAttention(4, 2)           # in_proj 48 + 12 bias, out_proj 16 + 4: all "other"
         self.embed = nn.Embedding(5, 4)                   # 20 "other"
         self.pe = Fp32PositionEmbeddingRandom(8)          # a 2 x 8 fp32 island
@@ -31,13 +32,13 @@ class _Small(nn.Module):
 
 
 def test_weights_are_counted_by_the_dtype_each_gets():
-    params = InferenceParameters.of(_Small())
+    params = InferenceParameters.of(_Small(), quantised_linears=["proj", "head"])
     assert (params.linear, params.linear_rows, params.fp32_islands) == (78, 9, 16)
-    assert params.other == 6 + 48 + 12 + 16 + 4 + 20 + 7
+    assert params.other == 6 + 4 + 48 + 12 + 16 + 4 + 20 + 7
     other = params.other
     assert params.weight_bytes("fp32") == 4 * (78 + other) + 4 * 16
     assert params.weight_bytes("bf16") == params.weight_bytes("fp16") == 2 * (78 + other) + 4 * 16
-    assert params.weight_bytes("int8") == 78 + 2 * 9 + 2 * other + 4 * 16
+    assert params.weight_bytes("int8") == 78 + 5 * 9 + 2 * other + 4 * 16  # a float32 scale + int8 zero point a row
     with pytest.raises(ValueError, match="precision must be one of"):
         params.weight_bytes("int4")
 

@@ -61,3 +61,24 @@ def test_an_unknown_scheme_is_refused_before_loading(tmp_path):
     with pytest.raises(ValueError, match=r"Grove.from_pretrained\(quantization=...\): unknown weight quantization "
                                          r"scheme 'int4'"):
         Grove.from_pretrained(tmp_path / "not_a_folder", quantization="int4")
+
+
+def test_int8_backbones_with_the_rest_in_bf16_run_and_agree(folder, tiny_synthetic_root, monkeypatch):
+    """The smallest configuration a user runs: ``torch_dtype=bfloat16`` and int8 backbones together
+    (docs/precision.md's int8 row): it loads, generates, and stays within the bf16 tolerance plus int8's."""
+    monkeypatch.setattr(Grove, "generate_captions", fixed_generate_captions)
+    video = str(sorted((tiny_synthetic_root / "videos").glob("*.mp4"))[0])
+    processor = GroveProcessor.from_pretrained(folder)
+    small = Grove.from_pretrained(folder, torch_dtype=torch.bfloat16, quantization="int8")
+    weight = dict(small.named_modules())[GATE].weight
+    assert is_int8(weight) and small.language_model.get_input_embeddings().weight.dtype == torch.bfloat16
+    outs = [processor.generate(model, video, None, "cpu", max_new_tokens=6)
+            for model in (Grove.from_pretrained(folder), small)]
+    assert outs[0]["text"] == outs[1]["text"] and outs[0]["phrases"] == outs[1]["phrases"]
+    width, height = outs[0]["original_size"]
+    boxes = [torch.cat(o["bboxes"]).float() for o in outs]
+    assert boxes[0].shape == boxes[1].shape
+    diff = (boxes[0] - boxes[1]).abs().max() / max(width, height)
+    assert diff <= 4e-3 + 5e-3, diff  # bf16's and int8's tolerances (docs/precision.md)
+    probs = [torch.stack(o["probs_temp_objectness"]).float() for o in outs]
+    assert (probs[0] - probs[1]).abs().max() <= 1e-2 + 5e-3

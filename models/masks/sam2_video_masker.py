@@ -34,17 +34,23 @@ class SAM2VideoMasker(BoxMasker):
         checkpoint: the local ``.pt`` of those weights (``sam2.1_hiera_large.pt``); None: random weights.
         reprompt_iou: a kept box whose IoU with the propagated mask's tight box is below this becomes a prompt.
         reprompt_rounds: how many times disagreeing boxes are added and the clip propagated again (0: never).
+        max_reprompts: per phrase and round, at most this many boxes are added, those farthest from their
+            masks first (every prompt costs a decoder pass, and SAM 2 attends to all its prompted frames).
         mask_threshold: a pixel is in the mask where SAM 2's logit exceeds this.
         device: ``auto`` (the GPU when there is one), ``cpu``, ``cuda:0``, ...
         seed: the random weights' seed when there is no checkpoint.
     """
 
     def __init__(self, model_config: str | Path, checkpoint: str | Path | None = None, reprompt_iou: float = 0.5,
-                 reprompt_rounds: int = 1, mask_threshold: float = 0.0, device: str = "auto", seed: int = 0):
+                 reprompt_rounds: int = 1, max_reprompts: int = 4, mask_threshold: float = 0.0, device: str = "auto",
+                 seed: int = 0):
         if not 0.0 <= float(reprompt_iou) <= 1.0:
             raise ValueError(f"model.masks.reprompt_iou must be in [0, 1], got {reprompt_iou}")
         if int(reprompt_rounds) < 0:
             raise ValueError(f"model.masks.reprompt_rounds must be >= 0, got {reprompt_rounds}")
+        if int(max_reprompts) < 1:
+            raise ValueError(f"model.masks.max_reprompts must be >= 1, got {max_reprompts}")
+        self.max_reprompts = int(max_reprompts)
         self.model_config, self.checkpoint = model_config, checkpoint
         self.reprompt_iou, self.reprompt_rounds = float(reprompt_iou), int(reprompt_rounds)
         self.mask_threshold, self.seed = float(mask_threshold), int(seed)
@@ -81,11 +87,19 @@ class SAM2VideoMasker(BoxMasker):
                 mask_boxes = self._propagate(state, boxes, keep, prompts, phrases, answer)
                 if round_ == self.reprompt_rounds:
                     break
-                apart = keep & (paired_box_iou(mask_boxes, boxes.astype(np.float64)) < self.reprompt_iou) & ~prompts
+                iou = paired_box_iou(mask_boxes, boxes.astype(np.float64))
+                apart = keep & (iou < self.reprompt_iou) & ~prompts
                 if not apart.any():
                     break
-                prompts |= apart
+                prompts |= self._worst(apart, iou)
         return answer
+
+    def _worst(self, apart: np.ndarray, iou: np.ndarray) -> np.ndarray:
+        """Of the disagreeing boxes ``apart`` (N, P), each phrase's ``max_reprompts`` of lowest IoU."""
+        order = np.argsort(np.where(apart, iou, np.inf), axis=0, kind="stable")[:self.max_reprompts]
+        chosen = np.zeros_like(apart)
+        np.put_along_axis(chosen, order, True, axis=0)
+        return chosen & apart
 
     def _propagate(self, state: dict, boxes: np.ndarray, keep: np.ndarray, prompts: np.ndarray,
                    phrases: np.ndarray, answer: list[list[RLE | None]]) -> np.ndarray:

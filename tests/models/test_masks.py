@@ -137,3 +137,12 @@ def test_frames_are_fitted_to_the_record_size():
     assert fit_frames(frames, 6, 4) is frames
     big = fit_frames(frames, 12, 8)
     assert big.shape == (2, 8, 12, 3) and (big == 200).all()
+
+
+def test_at_most_max_reprompts_per_phrase_the_farthest_first():
+    masker = SAM2VideoMasker(TINY, max_reprompts=2)
+    apart = np.array([[1, 0], [1, 1], [1, 0], [0, 0]], bool)
+    iou = np.array([[0.3, 0.0], [0.1, 0.4], [0.2, 0.0], [0.0, 0.9]])
+    np.testing.assert_array_equal(masker._worst(apart, iou), [[0, 0], [1, 1], [1, 0], [0, 0]])
+    with pytest.raises(ValueError, match="max_reprompts"):
+        SAM2VideoMasker(TINY, max_reprompts=0)

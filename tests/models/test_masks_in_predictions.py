@@ -137,3 +137,25 @@ def test_the_run_check_accepts_pycocotools_strings_and_not_cut_ones():
     # the last run dropped (shorter) or its last character cut (a continued number that never ends)
     assert _rle_runs_total(cut[:-1]) != 37 * 53
     assert _rle_runs_total("0") == 0 and _rle_runs_total("@@@@") != 80
+
+
+def test_the_processor_returns_a_mask_per_box_with_a_masker(video, masker, monkeypatch):
+    from models.grove import Grove
+    from models.grove.configuration import tiny_configs
+    from models.grove.processing import GroveProcessor
+
+    torch.manual_seed(0)
+    model = Grove(**tiny_configs()).eval()
+    model.prompter = model.make_prompter(sample_question=False, template="plain")
+    monkeypatch.setattr(Grove, "generate_captions", lambda self, frames, max_new_tokens=64, video_embeds=None:
+                        ["a <p> bright block </p> [DET] on <p> the ground </p> [DET]"] * len(frames))
+    preprocessing = {"num_frames": 4, "global_image_size": 64, "grounding_image_size": 128}
+    with_masks = GroveProcessor(preprocessing, masker=masker).generate(model, str(video), None, "cpu",
+                                                                       temp_objectness_threshold=0.0)
+    plain = GroveProcessor(preprocessing).generate(model, str(video), None, "cpu", temp_objectness_threshold=0.0)
+    assert "masks" not in plain and with_masks["text"] == plain["text"]
+    assert len(with_masks["masks"]) == len(with_masks["bboxes"]) == len(with_masks["frame_indices"]) == 4
+    for boxes, masks in zip(with_masks["bboxes"], with_masks["masks"]):
+        assert len(masks) == len(boxes) == 2
+        assert decode_masks(masks).shape == (2, 48, 64)
+    torch.testing.assert_close(with_masks["bboxes"][0], plain["bboxes"][0])

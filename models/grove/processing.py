@@ -64,6 +64,8 @@ def predict_clips(model, batch: dict[str, Any], objectness_threshold: float, obj
     carries them, else read again from ``video_root / video_fname``, one clip at a time.
     """
     captions = list(batch["tagged_captions"]) if teacher_forced else None
+    if masker is not None:
+        masker.follow(batch["global_frames"].device)
     out = model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"],
                         window=batch["caption_positions"].shape[1], window_mode=window_mode,
                         caption_positions=batch["caption_positions"], captions=captions,

@@ -19,7 +19,20 @@ from formats.mask_rle import RLE, encode_masks
 
 
 class BoxMasker:
-    """Base of the box-prompted maskers (a config's ``model.init_args.masks.class_path`` names a subclass)."""
+    """Base of the box-prompted maskers (a config's ``model.init_args.masks.class_path`` names a subclass).
+    Subclasses set ``requested_device`` (as configured), ``device`` (resolved) and ``_model`` (built lazily)."""
+
+    requested_device: str = "auto"
+    device: torch.device = torch.device("cpu")
+    _model = None
+
+    def follow(self, device: torch.device | str) -> None:
+        """With ``device="auto"``, run where GROVE runs (each rank's own GPU under DDP)."""
+        device = torch.device(device)
+        if str(self.requested_device) == "auto" and device != self.device:
+            self.device = device
+            if self._model is not None:
+                self._model.to(device)
 
     def __call__(self, frames: np.ndarray, boxes: np.ndarray, keep: np.ndarray,
                  scores: np.ndarray) -> list[list[RLE | None]]:

@@ -33,7 +33,7 @@ class SAM2FrameMasker(BoxMasker):
             raise ValueError(f"model.masks.frames_per_batch must be >= 1, got {frames_per_batch}")
         self.model_config, self.checkpoint = model_config, checkpoint
         self.mask_threshold, self.frames_per_batch, self.seed = float(mask_threshold), int(frames_per_batch), int(seed)
-        self.device = resolve_device(device)
+        self.requested_device, self.device = str(device), resolve_device(device)
         self._model = None
 
     @property

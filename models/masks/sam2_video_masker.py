@@ -54,7 +54,7 @@ class SAM2VideoMasker(BoxMasker):
         self.model_config, self.checkpoint = model_config, checkpoint
         self.reprompt_iou, self.reprompt_rounds = float(reprompt_iou), int(reprompt_rounds)
         self.mask_threshold, self.seed = float(mask_threshold), int(seed)
-        self.device = resolve_device(device)
+        self.requested_device, self.device = str(device), resolve_device(device)
         self._model = None
         self.prompted: list[np.ndarray] = []  # (N, P) bool per round of the last clip: where boxes prompted SAM 2
 

@@ -146,3 +146,10 @@ def test_at_most_max_reprompts_per_phrase_the_farthest_first():
     np.testing.assert_array_equal(masker._worst(apart, iou), [[0, 0], [1, 1], [1, 0], [0, 0]])
     with pytest.raises(ValueError, match="max_reprompts"):
         SAM2VideoMasker(TINY, max_reprompts=0)
+
+
+def test_an_auto_masker_follows_grove_and_a_pinned_one_stays():
+    auto, pinned = SAM2FrameMasker(TINY, device="auto"), SAM2FrameMasker(TINY, device="cpu")
+    auto.follow("meta")
+    pinned.follow("meta")
+    assert auto.device == torch.device("meta") and pinned.device == torch.device("cpu")

@@ -8,12 +8,15 @@ import torch
 
 from annotation.stage3.trackers.sam2_tracker import tight_boxes
 from formats.mask_rle import decode_masks, encode_masks, mask_boxes
-from models.masks import SAM2FrameMasker, SAM2VideoMasker
+from models.masks import SAM2FrameMasker, SAM2VideoMasker, SAMFrameMasker
 from models.masks.box_masker import paired_box_iou, tight_boxes_torch
 from models.masks.clip_frames import fit_frames
 from tests.fixtures.paths import ROOT
 
 TINY = str(ROOT / "configs" / "annotation" / "models" / "sam2_tiny_random.yaml")
+# a tiny original SAM (the segment_anything classes with small sizes, random weights)
+TINY_SAM = {"embed_dim": 32, "depth": 2, "num_heads": 2, "global_attn_indexes": [1], "image_size": 64,
+            "window_size": 2, "prompt_dim": 32, "decoder_mlp_dim": 64, "decoder_heads": 2}
 
 
 def _clip(n=6, h=40, w=56, seed=0):
@@ -40,7 +43,8 @@ def video_masker():
 
 
 @pytest.mark.parametrize("make", [lambda: SAM2VideoMasker(TINY, device="cpu"),
-                                  lambda: SAM2FrameMasker(TINY, device="cpu", frames_per_batch=4)])
+                                  lambda: SAM2FrameMasker(TINY, device="cpu", frames_per_batch=4),
+                                  lambda: SAMFrameMasker(TINY_SAM, device="cpu", frames_per_batch=4)])
 def test_every_kept_box_gets_a_mask_of_the_frames_size(make):
     frames, boxes, keep, scores = _clip()
     answer = make()(frames, boxes, keep, scores)
@@ -153,3 +157,21 @@ def test_an_auto_masker_follows_grove_and_a_pinned_one_stays():
     auto.follow("meta")
     pinned.follow("meta")
     assert auto.device == torch.device("meta") and pinned.device == torch.device("cpu")
+
+
+def test_sam_frame_mode_equals_segment_anythings_own_predictor():
+    from segment_anything import SamPredictor
+
+    frames, boxes, keep, scores = _clip(n=3, h=64, w=64)  # SAM's input size: no resize on either side
+    masker = SAMFrameMasker(TINY_SAM, device="cpu", frames_per_batch=2)
+    answer = masker(frames, boxes, keep, scores)
+    predictor = SamPredictor(masker.model)
+    for f in range(3):
+        predictor.set_image(frames[f])
+        phrases = np.flatnonzero(keep[f])
+        want, _, _ = predictor.predict_torch(None, None, torch.from_numpy(boxes[f, phrases]), multimask_output=False)
+        got = decode_masks([answer[f][p] for p in phrases])
+        assert 0 < got.mean() < 1
+        np.testing.assert_array_equal(got, want[:, 0].numpy())
+    with pytest.raises(ValueError, match="model.masks.encoder must be one of"):
+        SAMFrameMasker("vit_x", device="cpu").model

@@ -31,7 +31,7 @@ SAM_DEFAULTS = {"image_size": 1024, "patch_size": 16, "window_size": 14, "prompt
 
 def build_sam(encoder: str | dict, checkpoint: str | Path | None, device: torch.device, seed: int = 0,
               key: str = "model.masks"):
-    """A ``segment_anything`` ``Sam`` of the given size, its weights from ``checkpoint`` (random from ``seed`` without)."""
+    """A ``segment_anything`` ``Sam`` of the given size, weights from ``checkpoint`` (random from ``seed`` without)."""
     import core  # noqa: F401  (segment_anything imports torchvision)
 
     from segment_anything.modeling import ImageEncoderViT, MaskDecoder, PromptEncoder, Sam, TwoWayTransformer

@@ -64,3 +64,25 @@ def test_test_with_the_masks_overlay_writes_masks_that_validate(tiny_synthetic_r
     assert frames and all(len(f["masks"]) == len(f["boxes"]) for f in frames)
     assert all(decode_masks(f["masks"]).shape[1:] == (128, 128) for f in frames)
     validate_predictions(preds, {k: (128, 128) for k in preds})
+
+
+def test_long_video_mode_writes_the_masks_plain_predict_writes(tiny_synthetic_root, tmp_path, monkeypatch):
+    from formats.video import write_video
+    from models.grove import Grove
+    from tests.longvideo.test_long_video_predict import FIXED_CAPTION, moving_square
+
+    monkeypatch.setattr(Grove, "generate_captions",
+                        lambda self, frames, max_new_tokens=64, video_embeds=None: [FIXED_CAPTION] * len(frames))
+    video = write_video(tmp_path / "walk.mp4", moving_square(60, 10), fps=10)
+
+    def predict(out, *extra):
+        cli = cli_main(["predict", *tiny_cli_args(tiny_synthetic_root, out, *extra, *MASKS), f"--data.videos={video}",
+                        "--model.init_args.objectness_threshold=0.0", "--data.init_args.video_clip_seconds=4"])
+        return (Path(cli.trainer.log_dir) / "predictions_predict.json").read_text()
+
+    plain = predict(tmp_path / "plain")
+    long = predict(tmp_path / "long", "--config", str(ROOT / "configs" / "overlays" / "long_video.yaml"))
+    assert long == plain
+    frames = [f for clip in json.loads(plain).values() for f in clip["frames"]]
+    # two 4-s clips of 20 grid frames (the second aligned to the video's end), two phrases each
+    assert len(frames) == 40 and all(decode_masks(f["masks"]).shape == (2, 64, 96) for f in frames)

@@ -19,6 +19,7 @@ from models.grove.modeling import TEXT_PROTOCOLS, Grove
 from models.grove.processing import predict_clips
 from models.grove.quantization import check_scheme, quantize_weights
 from models.grove.windows import WINDOW_MODES
+from models.masks.box_masker import BoxMasker
 
 # Evaluation settings: excluded from the saved hyper-parameters, so that with --ckpt_path the
 # command line decides them rather than the checkpoint.
@@ -79,6 +80,8 @@ class GroveModule(L.LightningModule):
             as the released datasets build them; :func:`models.grove.prompting.official_target_text`).
         train_rel_pos: also train the relative position tables of SAM's global-attention blocks
             (the released GROVE does).
+        masks: a box masker (:mod:`models.masks`, e.g. ``configs/masks.yaml``): ``predict`` and ``test``
+            then write a mask beside every kept box (an evaluation setting, not saved with the checkpoint).
         init_from_glamm: a released GLaMM checkpoint folder to start from, as the official
             pre-training does (:func:`models.grove.convert_official.init_grove_from_glamm`: the LLM,
             projector, SAM and [SEG] projection from GLaMM; CLIP from ``global_encoder.checkpoint``;
@@ -124,6 +127,7 @@ class GroveModule(L.LightningModule):
         init_from_glamm: str | None = None,
         weight_quantization: str | None = None,
         frozen_dtype: str | None = None,
+        masks: BoxMasker | None = None,
         optimizer: OptimizerCallable | None = None,
         lr_scheduler: LRSchedulerCallable | None = None,
     ):
@@ -134,7 +138,8 @@ class GroveModule(L.LightningModule):
             raise ValueError(f"model.text_protocol must be one of {TEXT_PROTOCOLS}, got {text_protocol!r}")
         if frozen_dtype is not None and frozen_dtype not in FROZEN_DTYPES:
             raise ValueError(f"model.frozen_dtype must be one of {sorted(FROZEN_DTYPES)} or null, got {frozen_dtype!r}")
-        self.save_hyperparameters(ignore=list(EVAL_SETTINGS))
+        self.save_hyperparameters(ignore=list(EVAL_SETTINGS) + ["masks"])
+        self.masker = masks
         self.objectness_threshold = float(objectness_threshold)
         self.objectness_strict = bool(objectness_strict)
         self.max_new_tokens = int(max_new_tokens)
@@ -281,7 +286,7 @@ class GroveModule(L.LightningModule):
         self.log_dict({f"{stage}/{k}": v for k, v in losses.items()}, batch_size=bs, sync_dist=True)
         self.teacher_forced_metrics[stage].update(out.boxes, out.objectness_logits, view["boxes"], view["present"],
                                                   batch["phrase_mask"])
-        predictions = self.predict_clips(batch)
+        predictions = self.predict_clips(batch, masks=stage == "test")
         return {"predictions": predictions, "skipped": batch["skipped"]}
 
     def validation_step(self, batch, batch_idx):
@@ -319,7 +324,7 @@ class GroveModule(L.LightningModule):
                 return {"predictions": pointing_predictions(self.model, batch), "skipped": batch["skipped"]}
         with self.compute_context():
             result = predict_clips(self.model, batch, report_objectness=self.report_objectness,
-                                   **self.inference_settings())
+                                   **self.inference_settings(), **self.mask_settings("predict"))
         return {**result, "skipped": batch["skipped"]}
 
     # ------------------------------------------------------------------ inference
@@ -329,7 +334,18 @@ class GroveModule(L.LightningModule):
                 "window_mode": self.window_mode, "text_protocol": self.text_protocol,
                 "max_new_tokens": self.max_new_tokens, "teacher_forced": bool(self.hparams.teacher_forced)}
 
-    def predict_clips(self, batch: dict[str, Any]) -> dict[str, dict]:
-        """Prediction-format dicts for the clips of a batch: caption, phrases and boxes on every frame."""
+    def predict_clips(self, batch: dict[str, Any], masks: bool = False) -> dict[str, dict]:
+        """Prediction-format dicts for the clips of a batch: caption, phrases and boxes on every frame
+        (and masks with ``masks`` when the module has a masker)."""
+        extra = self.mask_settings("test") if masks else {}
         with self.compute_context():
-            return predict_clips(self.model, batch, **self.inference_settings())["predictions"]
+            return predict_clips(self.model, batch, **self.inference_settings(), **extra)["predictions"]
+
+    def mask_settings(self, stage: str) -> dict[str, Any]:
+        """The masker and the video root its clips are read from again (the ``stage``'s dataset's), for
+        :func:`models.grove.processing.predict_clips`; nothing without a masker."""
+        if self.masker is None:
+            return {}
+        loaders = getattr(self._trainer, f"{stage}_dataloaders", None) if self._trainer is not None else None
+        loader = loaders[0] if isinstance(loaders, (list, tuple)) else loaders
+        return {"masker": self.masker, "video_root": getattr(getattr(loader, "dataset", None), "video_root", "/")}

@@ -12,6 +12,11 @@ probability. Per box, a prediction is invalid when
   ``<p>`` tags of ``tagged_caption`` when ``phrases`` is absent);
 * ``scores``: a score is NaN or outside ``[0, 1]``.
 
+``masks``, where a frame carries them, must be a list parallel to ``boxes`` of COCO RLEs
+(``{"size": [height, width], "counts": str}``, of the clip's frame size when it is known) or nulls;
+anything else is an :class:`InvalidPredictionError` naming the clip, frame and mask under either
+policy (a malformed file, not a box that can be wrong). A box dropped under ``skip`` takes its mask along.
+
 ``policy="error"`` (default) raises :class:`InvalidPredictionError` naming the source, clip, frame
 and field; ``policy="skip"`` drops each invalid box (with its label and score) and counts it in a
 :class:`ValidationReport`. Malformed structure (a frame without ``frame``, mismatched lengths) is
@@ -120,6 +125,52 @@ def _check_numbers(scores, where: str) -> None:
                                      f"per box), found {bad!r}")
 
 
+def _rle_runs_total(counts: str) -> int | None:
+    """The sum of a compressed COCO RLE string's run lengths (None when a run is negative or the string
+    is cut short): it must be height * width, or decoding it would write past the mask."""
+    runs: list[int] = []
+    p = 0
+    while p < len(counts):
+        value, shift, more = 0, 0, True
+        while more:
+            if p >= len(counts):
+                return None
+            c = ord(counts[p]) - 48
+            value |= (c & 0x1F) << shift
+            more = bool(c & 0x20)
+            p += 1
+            shift += 5
+            if not more and c & 0x10:
+                value |= -1 << shift
+        if len(runs) > 2:  # runs after the second are stored as differences (COCO's compressed RLE)
+            value += runs[-2]
+        if value < 0:
+            return None
+        runs.append(value)
+    return sum(runs)
+
+
+def _check_masks(masks: Any, n_boxes: int, size, where: str) -> None:
+    """A frame's ``masks``: a list of ``n_boxes`` RLEs (of the frame size ``(width, height)`` when known) or nulls."""
+    if not isinstance(masks, (list, tuple)) or len(masks) != n_boxes:
+        got = f"{len(masks)} entries" if isinstance(masks, (list, tuple)) else type(masks).__name__
+        raise InvalidPredictionError(f"{where}, field 'masks': must be a list parallel to boxes ({n_boxes}), got {got}")
+    for j, mask in enumerate(masks):
+        if mask is None:
+            continue
+        if not isinstance(mask, Mapping) or not isinstance(mask.get("counts"), str):
+            raise InvalidPredictionError(f"{where}, field 'masks' [{j}]: a mask is a COCO RLE "
+                                         "{'size': [height, width], 'counts': str} or null")
+        try:
+            height, width = (size[1], size[0]) if size is not None else (int(v) for v in mask["size"])
+            to_compressed(mask, int(height), int(width), f"{where}, field 'masks' [{j}]")
+            if _rle_runs_total(mask["counts"]) != int(height) * int(width):
+                raise ValueError(f"RLE counts are not a valid compressed RLE of a {height}x{width} mask")
+        except (TypeError, ValueError, KeyError) as err:
+            raise InvalidPredictionError(str(err) if "field 'masks'" in str(err)
+                                         else f"{where}, field 'masks' [{j}]: {err}") from None
+
+
 def validate_predictions(predictions: Mapping[str, Mapping[str, Any]], frame_sizes: Mapping[str, tuple] | None = None,
                          policy: str = "error", source: str = "<memory>"
                          ) -> tuple[dict[str, dict], ValidationReport]:
@@ -158,6 +209,9 @@ def validate_predictions(predictions: Mapping[str, Mapping[str, Any]], frame_siz
             if len(labels) != len(boxes) or (scores is not None and len(scores) != len(boxes)):
                 new_frames.append(frame)
                 continue
+            masks = frame.get("masks")
+            if masks is not None:
+                _check_masks(masks, len(boxes), size, where)
             problems = _frame_problems(boxes, labels, scores, phrase_set, size)
             bad = [j for j, (f, _) in enumerate(problems) if f]
             if not bad:
@@ -176,8 +230,8 @@ def validate_predictions(predictions: Mapping[str, Mapping[str, Any]], frame_siz
             kept = {**frame, "boxes": boxes[keep].tolist(), "labels": [labels[j] for j in keep]}
             if scores is not None:
                 kept["scores"] = [scores[j] for j in keep]
-            if isinstance(frame.get("masks"), (list, tuple)) and len(frame["masks"]) == len(boxes):
-                kept["masks"] = [frame["masks"][j] for j in keep]
+            if masks is not None:
+                kept["masks"] = [masks[j] for j in keep]
             new_frames.append(kept)
             changed = True
         out[key] = {**pred, "frames": new_frames} if changed else pred

@@ -52,22 +52,29 @@ DEFAULT_INFERENCE = {"objectness_threshold": 0.5, "objectness_strict": False, "w
 @torch.no_grad()
 def predict_clips(model, batch: dict[str, Any], objectness_threshold: float, objectness_strict: bool = False,
                   window_mode: str = "interleaved", text_protocol: str = "project", max_new_tokens: int = 64,
-                  teacher_forced: bool = False, report_objectness: bool = False) -> dict[str, dict]:
+                  teacher_forced: bool = False, report_objectness: bool = False, masker=None,
+                  video_root: str | Path = "/") -> dict[str, dict]:
     """Run ``model`` (a :class:`models.grove.modeling.Grove`) on a batch of whole clips and format its predictions.
 
     Returns ``{"predictions": {key: prediction-format dict}}``; with ``report_objectness``, also
     ``"objectness"``: every phrase's objectness on every frame, whatever the threshold keeps
     (:func:`models.grove.postprocessing.objectness_by_clip`). ``teacher_forced`` grounds the batch's
     own tagged captions instead of generating (VidSTG). The batch's tensors must be on the model's device.
+    With a ``masker`` (:mod:`models.masks`) every kept box also gets a mask, computed on the clip's frames
+    at the video's size: the batch's ``source_frames`` (one ``(N, H, W, 3)`` array per clip) when it
+    carries them, else read again from ``video_root / video_fname``, one clip at a time.
     """
     captions = list(batch["tagged_captions"]) if teacher_forced else None
+    if masker is not None:
+        masker.follow(batch["global_frames"].device)
     out = model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"],
                         window=batch["caption_positions"].shape[1], window_mode=window_mode,
                         caption_positions=batch["caption_positions"], captions=captions,
                         max_new_tokens=max_new_tokens, text_protocol=text_protocol)
     result = {"predictions": format_clip_predictions(batch, out.tagged_captions, out.phrases, out.boxes, out.scores,
                                                      out.captions, float(objectness_threshold),
-                                                     bool(objectness_strict), model.objectness_head is not None)}
+                                                     bool(objectness_strict), model.objectness_head is not None,
+                                                     masker, _clip_frames(batch, video_root))}
     if report_objectness:
         result["objectness"] = objectness_by_clip(batch, out.phrases, out.scores)
     if out.answers is not None:
@@ -86,6 +93,20 @@ def processor_text_protocol(inference: dict) -> str:
     return "package" if protocol in RELEASED_TEXT_PROTOCOLS else protocol
 
 
+def _clip_frames(batch: dict[str, Any], video_root: str | Path):
+    """Clip ``i``'s real frames at its record's frame size, from the batch or read again (for a masker)."""
+    from models.masks.clip_frames import fit_frames, read_clip_frames
+
+    def frames_of(i: int) -> np.ndarray:
+        width, height = (int(v) for v in batch["size"][i].tolist())
+        if batch.get("source_frames") is not None:
+            return fit_frames(np.asarray(batch["source_frames"][i]), width, height)
+        indices = batch["frame_indices"][i][batch["frame_mask"][i]].tolist()
+        return read_clip_frames(video_root, batch["video_fnames"][i], indices, width, height)
+
+    return frames_of
+
+
 class GroveProcessor:
     """Preprocessing and inference settings of a GROVE, and ``generate`` (see the module docstring).
 
@@ -96,10 +117,13 @@ class GroveProcessor:
         text_protocol: how :meth:`generate` decodes the caption for the later windows and reports
             ``text_tagged`` (``project``, ``official``: the training repository's inference scripts,
             ``package``: the official inference package); default :func:`processor_text_protocol`.
+        masker: a box masker (:mod:`models.masks`): ``generate`` then also returns ``masks``, one COCO
+            RLE per box of ``bboxes`` (docs/inputs_and_outputs.md, "Masks").
     """
 
     def __init__(self, preprocessing: dict | None = None, inference: dict | None = None, prompt: dict | None = None,
-                 text_protocol: str | None = None):
+                 text_protocol: str | None = None, masker=None):
+        self.masker = masker
         self.preprocessing = {**DEFAULT_PREPROCESSING, **{k: v for k, v in (preprocessing or {}).items()
                                                           if k in DEFAULT_PREPROCESSING}}
         self.inference = {**DEFAULT_INFERENCE, **(inference or {})}
@@ -175,12 +199,14 @@ class GroveProcessor:
                      else temp_objectness_threshold)
         on_device = {**batch, **{k: batch[k].to(device) for k in ("global_frames", "grounding_frames", "frame_mask",
                                                                  "caption_positions")}}
+        if self.masker is not None:
+            on_device["source_frames"] = [frames]  # already decoded at the video's size: not read again
         previous = model.prompter
         model.prompter = prompter
         try:
             result = predict_clips(model, on_device, threshold, inference["objectness_strict"],
                                    inference["window_mode"], inference["text_protocol"], max_new_tokens,
-                                   report_objectness=True)
+                                   report_objectness=True, masker=self.masker)
         finally:
             model.prompter = previous
         key = batch["keys"][0]
@@ -194,6 +220,7 @@ class GroveProcessor:
         answer = result.get("answers", {}).get(key)
         tagged = (package_tagged_text(answer) if inference["text_protocol"] == "package"
                   else " ".join(clip["tagged_caption"].replace("[DET]", " ").split()))
+        masks = {"masks": [list(kept[f]["masks"]) if f in kept else [] for f in frames]} if self.masker else {}
         return {
             "text": clip["caption"],
             "text_tagged": tagged,
@@ -205,6 +232,7 @@ class GroveProcessor:
             "labels_per_frame": [list(kept[f]["labels"]) if f in kept else [] for f in frames],
             "probs_temp_objectness": [torch.tensor(row, dtype=torch.float32) for row in probs["scores"]],
             "original_size": (record.width, record.height),
+            **masks,
         }
 
 

@@ -7,6 +7,7 @@ One model per worker (on the GPU when there is one). The objects of a clip are t
 (SAM 2 batches them); clips go one after another, as its inference state is per video.
 ``model_config`` is a SAM 2 model YAML (a file, or a config of the package such as
 ``configs/sam2.1/sam2.1_hiera_l.yaml``); ``checkpoint`` the released ``.pt`` (read as tensors only).
+The model is built by :func:`models.masks.sam2_builder.build_sam2_video_predictor`, as the maskers build it.
 """
 from __future__ import annotations
 
@@ -14,13 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from annotation.stage3.trackers.box_tracking import TrackingInput, TrackingOutput
 from annotation.stage3.trackers.cotracker_tracker import pick_device
-
-_MEAN = (0.485, 0.456, 0.406)
-_STD = (0.229, 0.224, 0.225)
+from models.masks.sam2_builder import build_sam2_video_predictor, sam2_video_state
 
 
 def tight_boxes(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -36,18 +34,6 @@ def tight_boxes(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(present[..., None], boxes, 0.0), present
 
 
-def _model_yaml(spec: str | Path) -> Path:
-    path = Path(spec)
-    if path.is_file():
-        return path
-    import sam2
-
-    packaged = Path(sam2.__file__).parent / spec
-    if packaged.is_file():
-        return packaged
-    raise FileNotFoundError(f"stage3.model_config: {spec} is neither a file nor a config of the sam2 package")
-
-
 class SAM2BoxTracker:
     name = "sam2"
 
@@ -61,45 +47,13 @@ class SAM2BoxTracker:
     @property
     def model(self):
         if self._model is None:
-            import core  # noqa: F401  (sam2 imports torchvision)
-
-            import sam2.sam2_video_predictor as svp
-            from hydra.utils import instantiate
-            from omegaconf import OmegaConf
-
-            svp.tqdm = lambda items, **_: items  # no progress bar per propagation (the engines draw their own)
-            cfg = OmegaConf.load(_model_yaml(self.model_config))
-            cfg.model._target_ = "sam2.sam2_video_predictor.SAM2VideoPredictor"
-            torch.manual_seed(self.seed)  # a model without checkpoint (tests, plumbing) is the same every run
-            model = instantiate(cfg.model, _recursive_=True)
-            if self.checkpoint is not None:
-                from core.weights import load_state_dict_file
-
-                state = load_state_dict_file(self.checkpoint, "stage3.checkpoint")
-                missing, unexpected = model.load_state_dict(state, strict=False)
-                if missing or unexpected:
-                    raise ValueError(f"stage3.checkpoint {self.checkpoint}: does not fit {self.model_config} "
-                                     f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
-            self._model = model.to(self.device).eval()
+            self._model = build_sam2_video_predictor(self.model_config, self.checkpoint, self.device, self.seed,
+                                                     key="stage3")
         return self._model
 
     def _state(self, frames: np.ndarray) -> dict:
         """SAM 2's inference state for in-memory frames (its ``init_state`` reads them from disk)."""
-        import sam2.sam2_video_predictor as svp
-
-        size = self.model.image_size
-        video = torch.from_numpy(frames).to(self.device).permute(0, 3, 1, 2).float() / 255.0
-        video = F.interpolate(video, (size, size), mode="bilinear", align_corners=False)
-        mean = torch.tensor(_MEAN, device=self.device)[:, None, None]
-        std = torch.tensor(_STD, device=self.device)[:, None, None]
-        images = (video - mean) / std
-        height, width = frames.shape[1:3]
-        reader = svp.load_video_frames
-        svp.load_video_frames = lambda **_: (images, height, width)
-        try:
-            return self.model.init_state("<frames in memory>")
-        finally:
-            svp.load_video_frames = reader
+        return sam2_video_state(self.model, frames, self.device)
 
     @torch.inference_mode()
     def track(self, clips: list[TrackingInput]) -> list[TrackingOutput]:

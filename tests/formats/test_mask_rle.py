@@ -70,3 +70,15 @@ def test_areas_of_many_masks_at_once():
     for i in range(600):
         masks[i].flat[: i % 42] = True
     assert mask_areas(encode_masks(masks)).tolist() == [float(i % 42) for i in range(600)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_runs_of_encoded_masks_cover_the_frame_and_garbage_is_refused(seed):
+    from formats.mask_rle import rle_runs_total
+
+    rng = np.random.default_rng(seed)
+    h, w = int(rng.integers(1, 30)), int(rng.integers(1, 30))
+    for rle in encode_masks(_random_masks(rng, 4, h, w)):
+        assert rle_runs_total(rle["counts"]) == h * w
+    with pytest.raises(ValueError, match="not a valid compressed RLE"):
+        to_compressed({"size": [h, w], "counts": "@@@@"}, h, w)  # pycocotools itself accepts this string

@@ -126,7 +126,7 @@ def test_a_dropped_box_takes_its_mask_along_and_files_without_masks_are_unchange
 
 
 def test_the_run_check_accepts_pycocotools_strings_and_not_cut_ones():
-    from metrics.evaluator.prediction_validation import _rle_runs_total
+    from formats.mask_rle import rle_runs_total as _rle_runs_total
 
     rng = np.random.default_rng(5)
     for density in (0.0, 0.02, 0.5, 0.98, 1.0):

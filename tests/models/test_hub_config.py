@@ -185,3 +185,13 @@ def test_two_files_of_the_folder_that_disagree_are_named(tmp_path):
     layer, warnings = reconcile({"data": {"init_args": {"num_frames": 4}}}, settings, folder, "my.yaml",
                                 override=["num_frames"])
     assert "num_frames" not in layer.get("data", {}).get("init_args", {}) and len(warnings) == 1
+
+
+def test_cli_given_a_hub_folder_names_the_converter(hub):
+    """``cli.py --ckpt_path HUB_DIR`` cannot rebuild a LightningModule from the package's folder: the error
+    says so and gives the conversion command with that folder."""
+    from core.init_time_paths import exported_module
+
+    with pytest.raises(ValueError, match="hub folder of the official GROVE package") as err:
+        exported_module(hub)
+    assert f"convert_official_grove.py {hub} " in str(err.value) and "--export" in str(err.value)

@@ -181,9 +181,9 @@ def test_two_point_sweep_on_the_demo_config(tiny_synthetic_root, tmp_path, monke
     # phrases to ground, so the threshold sweep has boxes to drop.
     grounded = GroveModule.predict_clips
 
-    def oracle(self, batch):  # ground the GT caption (teacher forcing) instead of a generated one
+    def oracle(self, batch, **kwargs):  # ground the GT caption (teacher forcing) instead of a generated one
         self.hparams.teacher_forced = True
-        return grounded(self, batch)
+        return grounded(self, batch, **kwargs)
 
     monkeypatch.setattr(GroveModule, "predict_clips", oracle)
     out = tmp_path / "sweep"

@@ -10,3 +10,11 @@ from core import moved_modules as _moved_modules  # noqa: E402
 from core import torchvision_compat as _torchvision_compat  # noqa: F401  (must run before torchvision)
 
 _moved_modules.install()  # old module paths of moved code import, with a warning naming the new one
+
+# transformers imports torchao (when installed) on every LLaMA import; on a CPU-only machine torchao
+# logs one warning per CUDA kernel library it cannot load, and torch one per Enum torchao registers.
+# Neither affects weight-only int8 (models.grove.quantization), which runs on the CPU too.
+import logging as _logging  # noqa: E402
+
+for _name in ("torchao", "torch.utils._pytree"):
+    _logging.getLogger(_name).setLevel(_logging.ERROR)

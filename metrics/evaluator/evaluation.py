@@ -53,7 +53,7 @@ from metrics.evaluator.prediction_validation import (
     OFF_GRID_POLICIES,
     OffGridReport,
     ValidationReport,
-    checked_masks,
+    carries_masks,
     place_on_grid,
     validate_predictions,
 )
@@ -249,9 +249,7 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
         validation.by_field.update(report.by_field)
         validation.examples.extend(report.examples[:max(0, MAX_EXAMPLES - len(validation.examples))])
         if masks is not None:
-            for k in list(checked):
-                checked[k], has = checked_masks(k, checked[k], records[k].width, records[k].height, pred_source)
-                predicted_masks |= has
+            predicted_masks |= any(carries_masks(p) for p in checked.values())
         if objectness_threshold is not None:
             checked = {k: filter_by_objectness(p, objectness_threshold) for k, p in checked.items()}
         pred_frames = {k: place_on_grid(k, frames_from_prediction(p, key=k, source=pred_source),

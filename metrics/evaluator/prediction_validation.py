@@ -265,29 +265,9 @@ def place_on_grid(key: str, frames: list[FrameBoxes], grid: Sequence[int], polic
 
 # ---------------------------------------------------------------- masks
 
-def checked_masks(key: str, prediction: Mapping[str, Any], width: int, height: int, source: str
-                  ) -> tuple[Mapping[str, Any], bool]:
-    """The prediction with every frame's ``masks`` as compressed RLEs of the clip's frame size
-    (:func:`formats.mask_rle.to_compressed`; ``None`` entries stay), and whether any frame had masks.
-    A mask list not parallel to the boxes, or a mask of another size, is an error naming clip and frame."""
+def carries_masks(prediction: Mapping[str, Any]) -> bool:
+    """Whether any frame of a clip's prediction carries ``masks`` (checked by :func:`validate_predictions`,
+    which refuses a list not parallel to the boxes or an RLE not of the clip's frame size)."""
     frames = prediction.get("frames") if isinstance(prediction, Mapping) else None
-    if not isinstance(frames, (list, tuple)) or not any(isinstance(f, Mapping) and "masks" in f for f in frames):
-        return prediction, False
-    new_frames = []
-    for i, frame in enumerate(frames):
-        if not isinstance(frame, Mapping) or frame.get("masks") is None:
-            new_frames.append(frame)
-            continue
-        where = f"{source}, clip '{key}', frame {frame.get('frame')} (frames[{i}])"
-        masks, boxes = frame["masks"], frame.get("boxes") or []
-        if not isinstance(masks, (list, tuple)) or len(masks) != len(boxes):
-            got = len(masks) if isinstance(masks, (list, tuple)) else type(masks).__name__
-            raise InvalidPredictionError(f"{where}, field 'masks': one mask (or null) per box expected, "
-                                         f"{len(boxes)} boxes but {got}")
-        try:
-            rles = [None if m is None else to_compressed(m, height, width, f"{where}, field 'masks' [{j}]")
-                    for j, m in enumerate(masks)]
-        except ValueError as err:
-            raise InvalidPredictionError(str(err)) from None
-        new_frames.append({**frame, "masks": rles})
-    return {**prediction, "frames": new_frames}, True
+    return isinstance(frames, (list, tuple)) and any(isinstance(f, Mapping) and f.get("masks") is not None
+                                                     for f in frames)

@@ -1,4 +1,4 @@
-"""Memory of ``python -m metrics.evaluate`` at dataset scale: peak resident memory growth of the
+"""Memory of ``grove evaluate`` at dataset scale: peak resident memory growth of the
 evaluation of N clips (ground truth + predictions files), and of reading the ground truth alone.
 
     PYTHONPATH=. python bench/bench_evaluator_memory.py --clips 100000 --frames 4 --boxes 2
@@ -74,7 +74,7 @@ def _measure(gt: str, pred: str, stage: str) -> None:
         from formats.records import read_ground_truth
         from metrics.evaluation import evaluate_files
     else:  # a checkout from before the formats/ package
-        from metrics.evaluate import evaluate_files, read_ground_truth
+        from metrics.evaluator.evaluation import evaluate_files, read_ground_truth
 
     # The kernel's high-water mark carries over from the parent through fork and exec (the parent that
     # wrote the files may be large), so it is reset here and read from /proc/self/status.

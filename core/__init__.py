@@ -6,10 +6,7 @@ argparse types, paths of generated data, the OpenAI-compatible chat request, the
 merge and config loading (:mod:`core.config_loader`), and the one home for weights and checkpoints
 (:mod:`core.weights`).
 """
-from core import moved_modules as _moved_modules  # noqa: E402
 from core import torchvision_compat as _torchvision_compat  # noqa: F401  (must run before torchvision)
-
-_moved_modules.install()  # old module paths of moved code import, with a warning naming the new one
 
 # transformers imports torchao (when installed) on every LLaMA import; on a CPU-only machine torchao
 # logs one warning per CUDA kernel library it cannot load, and torch one per Enum torchao registers.

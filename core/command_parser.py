@@ -8,10 +8,10 @@ output is checked against every input of the same (sub)command with
 check lives in the parser, not in each command's body). Lists (``action="append"``, ``nargs``)
 are checked item by item; a refusal exits with status 1 and a message naming both options.
 
-Long options are spelled with hyphens (``--ckpt-path``). The underscore spelling of a declared
-option (``--ckpt_path``, ``--ckpt_path=X``) is still accepted for one release: the parser rewrites
-it and prints a one-line deprecation warning naming the new spelling. Only tokens before ``--``
-are rewritten, and only into options of the (sub)command being parsed.
+Long options are spelled with hyphens (``--ckpt-path``). The one exception is LightningCLI's
+``--ckpt_path`` (``grove fit|validate|test|predict``), which every command that declares
+``--ckpt-path`` accepts as well, silently, so one checkpoint flag works with every verb. Only tokens
+before ``--`` are read so.
 """
 from __future__ import annotations
 
@@ -22,9 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["CommandParser", "ROLES"]
+__all__ = ["CommandParser", "LIGHTNING_SPELLINGS", "ROLES"]
 
 ROLES = ("input", "output")
+# LightningCLI's spelling of an option -> the project's: both name the same option everywhere
+LIGHTNING_SPELLINGS = {"--ckpt_path": "--ckpt-path"}
 
 
 def _check_role(role: str | None) -> None:
@@ -67,7 +69,7 @@ class CommandParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args: Sequence[str] | None = None,
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
-        args = self.hyphenate_old_spellings(sys.argv[1:] if args is None else list(args))
+        args = self.lightning_spellings(sys.argv[1:] if args is None else list(args))
         parsed, extras = super().parse_known_args(args, namespace)
         try:
             self.refuse_outputs_over_inputs(parsed)
@@ -75,21 +77,17 @@ class CommandParser(argparse.ArgumentParser):
             raise SystemExit(f"{self.prog}: error: {err}") from None
         return parsed, extras
 
-    def hyphenate_old_spellings(self, args: list[str]) -> list[str]:
-        """``args`` with each ``--foo_bar[=v]`` whose ``--foo-bar`` this parser declares rewritten to it,
-        printing a deprecation warning for each rewrite."""
+    def lightning_spellings(self, args: list[str]) -> list[str]:
+        """``args`` with LightningCLI's spellings (:data:`LIGHTNING_SPELLINGS`) of the options this
+        parser declares read as the hyphenated ones."""
         declared = set(self._option_string_actions)
         out = []
         for index, token in enumerate(args):
             if token == "--":
                 return out + args[index:]
             name, equals, value = token.partition("=")
-            new = "--" + name[2:].replace("_", "-")
-            if name.startswith("--") and "_" in name and name not in declared and new in declared:
-                print(f"{self.prog}: warning: {name} is deprecated and will be removed in the next release; "
-                      f"use {new}", file=sys.stderr)
-                token = new + equals + value
-            out.append(token)
+            new = LIGHTNING_SPELLINGS.get(name)
+            out.append(new + equals + value if new in declared and name not in declared else token)
         return out
 
     def _paths(self, parsed: argparse.Namespace, role: str) -> list[tuple[str, Any]]:

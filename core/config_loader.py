@@ -6,13 +6,11 @@ LightningCLI in subclass mode, so configs name any LightningModule / LightningDa
 project by class path (``module.Class``); configs stack (``--config base.yaml --config
 configs/ablations/x.yaml``) and every key can be overridden on the command line.
 
-With ``--ckpt_path``, the model's hyper-parameters saved in the checkpoint fill in what the
-config leaves at the class defaults, and everything the config files or the command line set
-wins (the keys that differ from the checkpoint are listed in a warning). A checkpoint of another
-LightningModule class is an error naming both classes; a checkpoint or config naming a class by
-a path it has moved from is mapped to (checkpoint) or named with (config) its current path
-(:data:`MOVED_CLASS_PATHS`). ``--ckpt_path`` may also be an exported model folder
-(``scripts/export_model.py``): its config.json rebuilds the module and its safetensors weights are
+With ``--ckpt_path`` (or ``--ckpt-path``, the same option), the model's hyper-parameters saved in the
+checkpoint fill in what the config leaves at the class defaults, and everything the config files or
+the command line set wins (the keys that differ from the checkpoint are listed in a warning). A checkpoint of another
+LightningModule class is an error naming both classes. ``--ckpt_path`` may also be an exported model
+folder (``grove export``): its config.json rebuilds the module and its safetensors weights are
 loaded here. Whenever a checkpoint provides the weights, the files the model is initialised from are
 neither required nor read (:mod:`core.init_time_paths`). Checkpoints are read through
 :mod:`core.weights` (tensors and plain values only); resuming restores a full training state with
@@ -22,14 +20,13 @@ wrote (pre-trained weights from elsewhere go through
 """
 from __future__ import annotations
 
+from core.command_parser import LIGHTNING_SPELLINGS
 from core.dict_merge import merge_dicts
 from core.init_time_paths import drop_init_time_paths, exported_module, is_init_time_key, strict_init_callback
-from core.moved_modules import new_name as moved_module_path
 from core.weights import CKPT_PATH_KEYWORDS, read_checkpoint_hparams
 from core.weights.pretrained_folder import is_pretrained_folder, load_into, load_weights
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -122,57 +119,12 @@ def missing_paths(config, subcommand: str | None = None) -> list[str]:
     return problems
 
 
-# Classes that moved, by the path checkpoints and saved run configs name them with -> where they live now.
-MOVED_CLASS_PATHS = {
-    "lightning_modules.judge_module.JudgeModule": "judge.training.module.JudgeModule",
-    "lightning_modules.judge_module.WarmupCosineDecay": "lightning_modules.schedules.WarmupCosineDecay",
-    "datamodules.judge_datamodule.JudgeDataModule": "judge.data.datamodule.JudgeDataModule",
-    "callbacks.judge_callback.VCInspectorScore": "judge.application.callback.VCInspectorScore",
-}
-
-
-# Modules that moved as a whole (every class in them keeps its name): old module -> new module.
-MOVED_MODULES = {
-    "datamodules.records": "formats.records",
-    "datamodules.safe_pickle": "formats.safe_pickle",
-    "datamodules.video": "formats.video",
-    "datamodules.vidstg_grid": "formats.frame_grids",
-    "models.glamm": "glamm.model",
-    "models.official_checkpoint": "models.grove.convert_official",
-    "tools.glamm_baseline": "glamm.baseline",
-    "core.lightning_cli": "command_line.grove_cli",
-}
-_MOVED_MODULE_PATH = re.compile(r"(?<![\w.])(" + "|".join(re.escape(m) for m in MOVED_MODULES) + r")\.([A-Za-z_]\w*)")
-
-
-def current_class_path(path: str | None) -> str | None:
-    """Where a class named by ``path`` lives now (``path`` itself unless it moved)."""
-    if not path or path in MOVED_CLASS_PATHS:
-        return MOVED_CLASS_PATHS.get(path, path)
-    module, _, name = path.rpartition(".")
-    if module in MOVED_MODULES:
-        return f"{MOVED_MODULES[module]}.{name}"
-    return moved_module_path(path) or path  # a module of core.moved_modules.MOVED
-
-
-def _moved_in(text: str) -> list[str]:
-    found = [f"{old} -> {new}" for old, new in MOVED_CLASS_PATHS.items() if old in text]
-    found += [f"{m.group(0)} -> {MOVED_MODULES[m.group(1)]}.{m.group(2)}" for m in _MOVED_MODULE_PATH.finditer(text)]
-    return list(dict.fromkeys(found))
-
-
-def moved_class_paths(args: list[str]) -> list[str]:
-    """'file: old -> new' for every moved class path that a ``--config`` file or an argument still names."""
-    found = []
-    for n, arg in enumerate(args):
-        value = arg.split("=", 1)[1] if arg.startswith("--config=") else None
-        if arg == "--config" and n + 1 < len(args):
-            value = args[n + 1]
-        texts = [(value, Path(value).read_text())] if value and Path(value).is_file() else []
-        texts += [("the command line", arg)] if not arg.startswith("--config") else []
-        for where, text in texts:
-            found += [f"{where}: {moved}" for moved in _moved_in(text)]
-    return found
+def lightning_spelling(token: str) -> str:
+    """A command-line token with the project's spelling of an option LightningCLI spells otherwise
+    (``--ckpt-path[=X]``) in LightningCLI's (``--ckpt_path[=X]``)."""
+    name, equals, value = token.partition("=")
+    lightning = {ours: theirs for theirs, ours in LIGHTNING_SPELLINGS.items()}
+    return lightning[name] + equals + value if name in lightning else token
 
 
 def _plain(value):
@@ -196,7 +148,6 @@ def _class_name(path: str | None) -> str | None:
     """``module.Class`` resolved through modules already imported (never imports what a checkpoint names)."""
     if not path:
         return None
-    path = current_class_path(path)
     module, _, name = path.rpartition(".")
     cls = getattr(sys.modules.get(module), name, None)
     return f"{cls.__module__}.{cls.__qualname__}" if isinstance(cls, type) else path
@@ -206,11 +157,9 @@ class ConfigLoader(LightningCLI):
     """LightningCLI with the project's config rules (module docstring); builds, never runs unless asked."""
 
     def parse_arguments(self, parser, args) -> None:
-        self._given_args = list(sys.argv[1:] if args is None else args) if not isinstance(args, dict) else None
-        moved = moved_class_paths(self._given_args or [])
-        if moved:
-            raise ValueError("these class paths moved; replace each old path with the new one:\n  "
-                             + "\n  ".join(moved))
+        if not isinstance(args, dict):  # the project's --ckpt-path is LightningCLI's --ckpt_path
+            args = [lightning_spelling(token) for token in (sys.argv[1:] if args is None else args)]
+        self._given_args = args if not isinstance(args, dict) else None
         super().parse_arguments(parser, args)
 
     def _explicit_model(self) -> dict:
@@ -239,7 +188,6 @@ class ConfigLoader(LightningCLI):
             hparams = read_checkpoint_hparams(ckpt_path)
         hparams.pop("_instantiator", None)
         saved_class = hparams.pop("_class_path", None)
-        saved_class = current_class_path(saved_class)
         if not hparams and saved_class is None:
             return
         given = self._explicit_model()

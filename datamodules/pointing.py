@@ -99,7 +99,7 @@ class PointingDataModule(GroundedVideoDataModule):
     def setup(self, stage: str | None = None) -> None:
         if stage != "predict":
             raise ValueError(f"data: {type(self).__name__} serves `cli.py predict` only (got stage {stage!r}); "
-                             "score its predictions with `python -m metrics.pointing` (docs/pointing_benchmarks.md)")
+                             "score its predictions with `grove pointing` (docs/pointing_benchmarks.md)")
         super().setup(stage)
 
     def load_records(self, split: str, path: Path):

@@ -1,7 +1,7 @@
 """The GROVE paper's GLaMM baselines (section 6.2, Table 2 row a) in the project's prediction format.
 
 GLaMM is a still-image model: it gives each frame its own caption and phrases, and no video-level
-caption. Two ways to turn it into a grounded video caption, both scored by ``metrics.evaluate``:
+caption. Two ways to turn it into a grounded video caption, both scored by ``grove evaluate``:
 
 * ``frame``: GLaMM's own grounded caption on every annotated frame; each frame keeps its own
   phrases and boxes, the clip's caption is the centre frame's (GLaMM has no video caption).
@@ -10,7 +10,7 @@ caption. Two ways to turn it into a grounded video caption, both scored by ``met
   those phrases), so each phrase gets a box wherever GLaMM's mask for it is not empty.
 * ``center``: the paper's "Center" set-up (Table 2 row a): GLaMM's own grounded caption of the
   centre annotated frame (:mod:`metrics.protocols.center_frame`), and that frame only; one GLaMM call per
-  clip. Score it with ``metrics.evaluate --level center``.
+  clip. Score it with ``grove evaluate --level center``.
 
 With ``teacher_forced``, the ground-truth caption replaces GLaMM's own on every frame (grounding a
 known caption, as for VidSTG): a grounding-only reference point.

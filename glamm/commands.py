@@ -5,7 +5,7 @@
     python scripts/glamm.py caption --folder GLAMM_FOLDER --clip CLIP_DIR IMAGE_OR_VIDEO... [--out runs/glamm]
     python scripts/glamm.py baseline --folder GLAMM_FOLDER --clip CLIP_DIR --gt ANNOTATIONS --videos VIDEOS \
         --level video --out glamm_video.json
-    python -m metrics.evaluate --gt ANNOTATIONS --pred glamm_video.json
+    grove evaluate --gt ANNOTATIONS --pred glamm_video.json
 
 ``check`` builds GLaMM on the meta device and reads no weights (a folder of meta tensors checks
 too); it prints what every key became and exits with status 1 naming each unaccounted key,
@@ -129,7 +129,7 @@ def _baseline(args) -> int:
     how = "teacher-forced" if args.teacher_forced else f"{args.level} level"
     level = " --level center" if args.level == "center" and not args.teacher_forced else ""
     print(f"wrote {len(preds)} clip predictions ({how}) to {out}; score them with\n"
-          f"  python -m metrics.evaluate --gt {args.gt} --pred {out}{level}")
+          f"  grove evaluate --gt {args.gt} --pred {out}{level}")
     return 0
 
 
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     baseline.add_argument("--level", default="video", choices=("frame", "video", "center"),
                           help="frame: each frame's own caption and boxes; video: the centre frame's caption, "
                                "its phrases grounded on every frame; center: the centre frame alone (the paper's "
-                               "Center set-up: score with metrics.evaluate --level center)")
+                               "Center set-up: score with grove evaluate --level center)")
     baseline.add_argument("--teacher-forced", action="store_true",
                           help="ground each clip's ground-truth caption on every frame (a grounding-only reference)")
     baseline.add_argument("--out", role="output", required=True, help="predictions JSON to write")

@@ -11,7 +11,7 @@ diamond", the third "a third red diamond". A clip where no object is visible has
 the caption "nothing moves across the scene."
 
 ``grove clip-records OUT.json`` writes ``OUT_clips.json`` for a ground truth made
-earlier (the generator writes it too); ``python -m metrics.evaluate`` reads it as ``--gt``.
+earlier (the generator writes it too); ``grove evaluate`` reads it as ``--gt``.
 """
 from __future__ import annotations
 

@@ -63,55 +63,6 @@ def test_a_checkpoint_of_another_model_class_names_both(tmp_path):
         _final_config("test", "--config", DEMO, f"--ckpt_path={ckpt}")
 
 
-def test_a_checkpoint_saved_under_a_moved_class_path_is_its_class_today(tmp_path):
-    """Judge checkpoints written before the judge became a package name lightning_modules.judge_module."""
-    ckpt = _checkpoint(tmp_path / "judge.ckpt", class_path="lightning_modules.judge_module.JudgeModule", seed=0)
-    expected = (r"judge\.ckpt is a checkpoint of judge\.training\.module\.JudgeModule, "
-                r"but the config's model is lightning_modules\.grove_module\.GroveModule")
-    with pytest.raises(ValueError, match=expected):
-        _final_config("test", "--config", DEMO, f"--ckpt_path={ckpt}")
-    judge_config = str(ROOT / "configs" / "judge_demo.yaml")
-    config = _final_config("test", "--config", judge_config, f"--ckpt_path={ckpt}")
-    assert config.model.class_path == "judge.training.module.JudgeModule"
-
-
-def test_a_saved_config_naming_a_moved_class_says_where_it_lives_now(tmp_path):
-    old = tmp_path / "config.yaml"
-    old.write_text((ROOT / "configs" / "judge_demo.yaml").read_text()
-                   .replace("judge.training.module.JudgeModule", "lightning_modules.judge_module.JudgeModule"))
-    with pytest.raises(ValueError, match=r"config\.yaml: lightning_modules\.judge_module\.JudgeModule -> "
-                                         r"judge\.training\.module\.JudgeModule"):
-        _final_config("test", "--config", str(old))
-
-
-def test_a_class_of_a_moved_module_is_named_with_its_new_module(tmp_path):
-    """Modules that moved whole (datamodules.video -> formats.video, ...): a config or an argument naming
-    a class through the old module is an error giving the new path."""
-    old = tmp_path / "config.yaml"
-    old.write_text((ROOT / "configs" / "demo.yaml").read_text()
-                   + "# writer: datamodules.video.VideoWriter\n")
-    expected = r"config\.yaml: datamodules\.video\.VideoWriter -> formats\.video\.VideoWriter"
-    with pytest.raises(ValueError, match=expected):
-        _final_config("test", "--config", str(old))
-    with pytest.raises(ValueError, match=r"the command line: models\.glamm\.GLaMM -> glamm\.model\.GLaMM"):
-        _final_config("test", "--config", DEMO, "--trainer.callbacks+=models.glamm.GLaMM")
-
-
-def test_moved_paths_map_to_where_the_classes_live():
-    from core.config_loader import MOVED_MODULES, current_class_path
-
-    import importlib
-
-    assert current_class_path("datamodules.records.GroundedRecord") == "formats.records.GroundedRecord"
-    assert current_class_path("datamodules.video_folder.VideoFolderDataset") == \
-        "datamodules.video_folder.VideoFolderDataset"  # a module whose name only starts like a moved one
-    assert current_class_path("lightning_modules.judge_module.JudgeModule") == "judge.training.module.JudgeModule"
-    assert current_class_path("judge.module.JudgeModule") == "judge.training.module.JudgeModule"
-    for old, new in MOVED_MODULES.items():  # every new home exists and the old module is gone
-        importlib.import_module(new)
-        assert not (ROOT / f"{old.replace('.', '/')}.py").exists()
-
-
 def test_files_that_are_not_checkpoints_are_named(tmp_path):
     (tmp_path / "notes.txt").write_text("not a checkpoint")
     with pytest.raises(ValueError, match=r"--ckpt_path .*notes\.txt: not a checkpoint torch can read"):
@@ -123,3 +74,10 @@ def test_files_that_are_not_checkpoints_are_named(tmp_path):
         _final_config("test", "--config", DEMO, f"--ckpt_path={tmp_path}")
     with pytest.raises(FileNotFoundError, match=r"--ckpt_path .*absent\.ckpt: no such file"):
         _final_config("test", "--config", DEMO, f"--ckpt_path={tmp_path / 'absent.ckpt'}")
+
+
+def test_the_hyphenated_checkpoint_flag_is_lightnings(tmp_path):
+    ckpt = _checkpoint(tmp_path / "a.ckpt", ce_weight=2.0)
+    hyphen = _final_config("test", "--config", DEMO, f"--ckpt-path={ckpt}")
+    lightning = _final_config("test", "--config", DEMO, "--ckpt_path", str(ckpt))
+    assert hyphen.ckpt_path == lightning.ckpt_path == str(ckpt)

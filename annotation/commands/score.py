@@ -1,8 +1,8 @@
 """``python -m annotation score``: a pipeline output against ground truth, with the project's evaluator.
 
 The records become predictions in the evaluator's format (every box scored 1, as the public
-evaluator scores GT-style annotations), so the metric names are those of ``python -m
-metrics.evaluate``: AP50 / mIoU / recall (video and frame level), the caption metrics and CAPTURE.
+evaluator scores GT-style annotations), so the metric names are those of ``grove
+evaluate``: AP50 / mIoU / recall (video and frame level), the caption metrics and CAPTURE.
 By default only the clips the pipeline accepted are scored (the quality of the dataset it made),
 with the accepted share reported beside; ``clips="all"`` scores rejected and missing clips as
 empty predictions (the yield-weighted view).

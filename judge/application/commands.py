@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     predictions = commands.add_parser("predictions", help="reference-free score of a predictions file's captions")
     _judge_options(predictions)
     predictions.add_argument("--gt", role="input", required=True,
-                             help="ground-truth annotations (any layout metrics.evaluate reads): each clip's video")
+                             help="ground-truth annotations (any layout grove evaluate reads): each clip's video")
     predictions.add_argument("--pred", role="input", required=True,
                              help="predictions JSON (the format `cli.py predict` writes)")
     predictions.add_argument("--on-corrupt", default="skip", choices=ON_CORRUPT,

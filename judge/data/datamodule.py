@@ -10,7 +10,6 @@ from __future__ import annotations
 from core.paths import DATA_DIR
 
 import logging
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from judge.data.readers import read_judge_jsonl, read_vatex_eval
 log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test")
 # Deprecated key -> its name today (the spelling of GROVE's data modules).
-DEPRECATED_KEYS = {"train_file": "train_annotations", "val_file": "val_annotations", "test_file": "test_annotations"}
 
 
 class JudgeDataModule(L.LightningDataModule):
@@ -54,9 +52,6 @@ class JudgeDataModule(L.LightningDataModule):
         explanations: train on the score line and the explanation (the paper), or on the score line
             alone (``false``: the paper's Table 7 ablation).
         prompter: the model's JudgePrompter; linked from the model by the CLI, not configured here.
-        train_file / val_file / test_file: deprecated spellings of ``train_annotations`` /
-            ``val_annotations`` / ``test_annotations``, accepted with a FutureWarning naming the new key;
-            given beside the new key (an older overlay or override on a config), the old key's file is used.
     """
 
     def __init__(
@@ -82,22 +77,9 @@ class JudgeDataModule(L.LightningDataModule):
         on_corrupt: str = "skip",
         explanations: bool = True,
         prompter: Any = None,
-        train_file: str | None = None,
-        val_file: str | None = None,
-        test_file: str | None = None,
     ):
         super().__init__()
-        self.save_hyperparameters(ignore=["prompter", *DEPRECATED_KEYS])
-        deprecated = {"train_file": train_file, "val_file": val_file, "test_file": test_file}
-        for old, value in deprecated.items():
-            new = DEPRECATED_KEYS[old]
-            if value is None:
-                continue
-            # given beside the new key it comes from an older overlay or override, the more specific layer
-            replaces = "" if self.hparams[new] is None else f" (here it replaces {new}={self.hparams[new]!r})"
-            warnings.warn(f"data.init_args.{old} is deprecated: name the file data.init_args.{new}{replaces}",
-                          FutureWarning, stacklevel=2)
-            self.hparams[new] = value
+        self.save_hyperparameters(ignore=["prompter"])
         self.prompter = prompter
         self.datasets: dict[str, JudgeDataset] = {}
 

@@ -1,4 +1,4 @@
-"""``python -m metrics.anet_entities``: ActivityNet-Entities grounding evaluation
+"""``grove anet-entities``: ActivityNet-Entities grounding evaluation
 (:mod:`metrics.protocols.anet_entities`)."""
 from __future__ import annotations
 

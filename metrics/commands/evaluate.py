@@ -1,4 +1,4 @@
-"""Offline evaluator: ``python -m metrics.evaluate --gt <annotations> --pred <predictions.json>``.
+"""Offline evaluator: ``grove evaluate --gt <annotations> --pred <predictions.json>``.
 
 GT in any annotation layout the project reads (project JSON, one pickle of all records, a folder
 of per-key pickles); predictions in the JSON format predict writes. Two protocols (``docs/evaluation_protocols.md``):

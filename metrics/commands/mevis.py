@@ -1,4 +1,4 @@
-"""``python -m metrics.mevis``: MeViS J, F and J&F of predicted masks (:mod:`metrics.protocols.mevis`)."""
+"""``grove mevis``: MeViS J, F and J&F of predicted masks (:mod:`metrics.protocols.mevis`)."""
 from __future__ import annotations
 
 import core  # noqa: F401

@@ -1,4 +1,4 @@
-"""``python -m metrics.pointing``: pointing-game accuracy of a predictions file (:mod:`metrics.protocols.pointing`)."""
+"""``grove pointing``: pointing-game accuracy of a predictions file (:mod:`metrics.protocols.pointing`)."""
 from __future__ import annotations
 
 import core  # noqa: F401
@@ -16,7 +16,7 @@ from metrics.protocols.pointing import MISSING_POLICIES, evaluate_files
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = CommandParser(prog="python -m metrics.pointing", description=protocol.__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="grove pointing", description=protocol.__doc__.split("\n\n")[0])
     parser.add_argument("--gt", role="input", required=True, help="full_annotations.pkl of the benchmark")
     parser.add_argument("--pred", role="input", required=True, nargs="+",
                         help="predictions: the project's JSON (several: the per-process files of a multi-GPU "

@@ -1,4 +1,4 @@
-"""``python -m metrics.threshold_sweep``: re-score saved predictions at objectness thresholds
+"""``grove threshold-sweep``: re-score saved predictions at objectness thresholds
 (:mod:`metrics.protocols.threshold_sweep`)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``python -m metrics.vidstg``: VidSTG m_vIoU and vIoU@R per sentence type (:mod:`metrics.protocols.vidstg`)."""
+"""``grove vidstg``: VidSTG m_vIoU and vIoU@R per sentence type (:mod:`metrics.protocols.vidstg`)."""
 from __future__ import annotations
 
 import core  # noqa: F401

@@ -28,7 +28,7 @@ Predictions are read from the project's predictions JSON (``cli.py predict`` wit
 ``configs/overlays/youcook_interactions.yaml`` or ``configs/overlays/groundingyoutube.yaml``) or from the released
 inference's pickle ``{clip_key: {"final_boxes": [...], ...}}`` (restricted unpickler)::
 
-    python -m metrics.pointing --gt full_annotations.pkl --pred predictions_predict.json --dataset youcook
+    grove pointing --gt full_annotations.pkl --pred predictions_predict.json --dataset youcook
 """
 from __future__ import annotations
 

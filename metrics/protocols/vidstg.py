@@ -14,7 +14,7 @@ localisation") is the IoU averaged over ``T_gt``; ``tIoU`` is the frame-span IoU
 
 Inputs: plain data (:class:`VidSTGSentence` and, per sentence, predicted boxes by source frame
 with an optional predicted span), in-memory records (:func:`evaluate_vidstg`), or the annotation
-file (``python -m metrics.vidstg``, every frame of each tube read from the file). Choices where
+file (``grove vidstg``, every frame of each tube read from the file). Choices where
 the evaluator would fail instead (documented): a tube frame of the grid without a ground-truth
 box is left out of ``T_gt``; a ``T_gt`` frame without a predicted box scores IoU 0 (both are
 counted in the report); without a predicted span the span is that of the grid frames where a box
@@ -147,7 +147,7 @@ def sentence_from_record(record, grid: str = "tubedetr", sample_fps: float = SAM
         if len(absent):
             raise ValueError(f"record '{record.key}': frames {absent[:5].tolist()} of TubeDETR's grid lie in the "
                              "tube but not on the record's annotation grid; evaluate the annotation file "
-                             "(python -m metrics.vidstg) or use grid='record'")
+                             "(grove vidstg) or use grid='record'")
     return sentence
 
 

@@ -1,5 +1,5 @@
-"""Every command spells its long options with hyphens (``--ckpt-path``); the underscore spelling of a
-renamed option still works, with a warning naming the new one (core.command_parser)."""
+"""Every command spells its long options with hyphens (``--ckpt-path``); LightningCLI's ``--ckpt_path``
+names the same option, silently (core.command_parser)."""
 from __future__ import annotations
 
 from core.command_parser import CommandParser
@@ -61,25 +61,31 @@ def test_the_command_list_covers_every_script_and_package_entry_point():
     assert not missing, f"commands not in tests/commands/command_list.py: {missing}"
 
 
-def test_an_underscore_spelling_is_rewritten_with_a_warning_naming_the_new_option(capsys):
+def test_lightnings_ckpt_path_spelling_names_the_hyphenated_option_silently(capsys):
     parser = CommandParser(prog="tool")
     parser.add_argument("--ckpt-path")
     parser.add_argument("--keep_me")  # declared with an underscore: left as it is
     sub = parser.add_subparsers(dest="verb")
     run = sub.add_parser("run")
     run.add_argument("--max-new-tokens", type=int)
-    args = parser.parse_args(["--ckpt_path=a.ckpt", "--keep_me", "1", "run", "--max_new_tokens", "4"])
+    args = parser.parse_args(["--ckpt_path=a.ckpt", "--keep_me", "1", "run", "--max-new-tokens", "4"])
     assert (args.ckpt_path, args.keep_me, args.max_new_tokens) == ("a.ckpt", "1", 4)
-    assert capsys.readouterr().err.splitlines() == [
-        "tool: warning: --ckpt_path is deprecated and will be removed in the next release; use --ckpt-path",
-        "tool run: warning: --max_new_tokens is deprecated and will be removed in the next release; "
-        "use --max-new-tokens"]
+    assert parser.parse_args(["--ckpt_path", "b.ckpt"]).ckpt_path == "b.ckpt"
+    assert capsys.readouterr().err == ""
 
 
-def test_only_declared_options_and_nothing_after_a_double_dash_are_rewritten(capsys):
+def test_other_underscore_spellings_are_not_options(capsys):
     parser = CommandParser(prog="tool")
-    parser.add_argument("--out-dir")
+    parser.add_argument("--max-new-tokens", type=int)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--max_new_tokens", "4"])
+    assert "unrecognized arguments: --max_new_tokens" in capsys.readouterr().err
+
+
+def test_nothing_after_a_double_dash_is_rewritten(capsys):
+    parser = CommandParser(prog="tool")
+    parser.add_argument("--ckpt-path")
     parser.add_argument("rest", nargs="*")
-    args, extras = parser.parse_known_args(["--model.init_args.max_new_tokens=8", "--", "--out_dir"])
-    assert extras == ["--model.init_args.max_new_tokens=8"] and args.rest == ["--out_dir"]
+    args, extras = parser.parse_known_args(["--model.init_args.max_new_tokens=8", "--", "--ckpt_path"])
+    assert extras == ["--model.init_args.max_new_tokens=8"] and args.rest == ["--ckpt_path"]
     assert capsys.readouterr().err == ""

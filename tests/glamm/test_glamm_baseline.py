@@ -1,5 +1,5 @@
 """The GROVE paper's GLaMM baselines: predictions for annotated synthetic clips from a tiny random
-GLaMM (released layout, built here), in the prediction format, scored by ``metrics.evaluate``."""
+GLaMM (released layout, built here), in the prediction format, scored by ``grove evaluate``."""
 from __future__ import annotations
 
 import importlib.util

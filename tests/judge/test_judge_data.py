@@ -546,20 +546,12 @@ def test_substituted_spans_locate_every_closed_domain_substitution(closed_rows):
         assert all(b <= a2 for (_, b), (a2, _) in zip(spans, spans[1:]))  # ordered, disjoint
 
 
-def test_split_files_are_named_as_grove_names_them_and_the_old_keys_still_work(tmp_path):
+def test_split_files_are_named_as_grove_names_them(tmp_path):
     from judge.data.datamodule import JudgeDataModule
 
     module = JudgeDataModule(train_annotations="t.jsonl", val_annotations="v.jsonl")
     assert (module.split_file("train"), module.split_file("val"), module.split_file("test")) == \
         ("t.jsonl", "v.jsonl", None)
-    with pytest.warns(FutureWarning, match=r"data.init_args.train_file is deprecated: name the file "
-                                           r"data.init_args.train_annotations"):
-        old = JudgeDataModule(train_file="t.jsonl", test_file="x.jsonl")
-    assert (old.split_file("train"), old.split_file("test")) == ("t.jsonl", "x.jsonl")
-    assert old.hparams["train_annotations"] == "t.jsonl" and "train_file" not in old.hparams
-    with pytest.warns(FutureWarning, match=r"here it replaces train_annotations='b.jsonl'"):
-        both = JudgeDataModule(train_file="a.jsonl", train_annotations="b.jsonl")  # an old override on a config
-    assert both.split_file("train") == "a.jsonl"
 
 
 def test_split_files_generated_on_first_use_are_not_missing_paths():

@@ -9,7 +9,7 @@ setup:
 	bash scripts/setup.sh
 
 demo: setup
-	$(PY) scripts/demo.py
+	$(VENV)/bin/grove demo
 
 # The web demo on the newest best checkpoint `make demo` wrote (http://127.0.0.1:7860).
 webdemo: setup

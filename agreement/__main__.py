@@ -1,8 +1,8 @@
-"""``python -m agreement run --config CONFIG --out DIR``: every configured metric on every configured
+"""``grove agreement run --config CONFIG --out DIR``: every configured metric on every configured
 benchmark, with each benchmark's agreement statistics; writes DIR/table.json
 (``{metric: {benchmark: {statistic: value}}}``), DIR/table.md and DIR/skipped.json.
 
-FG-Eval sets are built by the judge's corruption generator (``python -m judge corrupt --youcook2
+FG-Eval sets are built by the judge's corruption generator (``grove judge corrupt --youcook2
 youcookii_annotations_trainval.json --out yc2_fg_eval.jsonl``, or ``--activitynet val_1.json``).
 """
 from __future__ import annotations
@@ -77,12 +77,12 @@ def run(config_path: str, out: str, progress: bool = True, device: str = "cpu") 
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """``python -m agreement run ...``; bad input (a malformed config, a missing file) ends in one error line."""
+    """``grove agreement run ...``; bad input (a malformed config, a missing file) ends in one error line."""
     return run_command(_main, argv)
 
 
 def _main(argv: list[str] | None) -> dict:
-    parser = CommandParser(prog="python -m agreement", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="grove agreement", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="score the configured metrics on the configured benchmarks")
     p_run.add_argument("--config", role="input", type=existing_file, required=True)

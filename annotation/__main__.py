@@ -1,4 +1,4 @@
-"""Command line: ``python -m annotation run ...`` and ``python -m annotation score ...``.
+"""Command line: ``grove annotate run ...`` and ``grove annotate score ...``.
 
 run    annotate videos (Stages 1-3) into OUT/annotations (HowToGround1M per-key pickles) + OUT/report.json
 score  score an output against ground truth with the project's evaluator
@@ -72,7 +72,7 @@ def _detail(args) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
-    parser = CommandParser(prog="python -m annotation", description=__doc__,
+    parser = CommandParser(prog="grove annotate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="annotate videos")

@@ -43,7 +43,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     extra = []
     if not (ROOT / "data" / "judge_towers" / "qwen_vision.bin").exists():  # the same speed with a random tower
-        print("note: data/judge_towers/ not written yet (scripts/pretrain_judge_vision.py); timing a random tower")
+        print("note: data/judge_towers/ not written yet (grove pretrain-judge-vision); timing a random tower")
         extra.append("--model.init_args.vision_checkpoint=null")
     base = ["--config", args.config, "--data.init_args.num_workers=0", *extra, *args.overrides]
     cli = cli_main(base, run=False)

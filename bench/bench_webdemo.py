@@ -1,6 +1,6 @@
 """Seconds from upload to result in the web demo, for an 8-s synthetic clip (128 px, 25 fps), on this machine.
 
-A real ``python -m webdemo`` server and headless Chromium: the clock runs from the upload to the
+A real ``grove webdemo`` server and headless Chromium: the clock runs from the upload to the
 caption appearing in the page (upload, decoding, caption generation, grounding on all 40 grid
 frames, drawing the annotated MP4, page update); the server's own prediction time is read from
 the status line.

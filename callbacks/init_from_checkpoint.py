@@ -26,7 +26,7 @@ class InitFromCheckpoint(L.Callback):
 
     Args:
         checkpoint_path: a Lightning ``.ckpt`` of a GroveModule, a plain state dict or an exported folder
-            (``scripts/export_model.py``).
+            (``grove export``).
         strict: every key must match (the same architecture); ``False`` loads what matches and
             logs the rest.
         drop_prefixes: checkpoint keys to leave out before a strict load, e.g. the pre-trained

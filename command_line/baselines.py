@@ -8,7 +8,7 @@
 * always present: share of (frame, phrase) slots that are present, i.e. the temporal-objectness
   accuracy of predicting "present" everywhere.
 
-``python scripts/baselines.py --root data/synthetic [--split test] [--capture-stop-words authors|project]
+``grove baselines --root data/synthetic [--split test] [--capture-stop-words authors|project]
 [--out baselines.json]``
 """
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import core  # noqa: F401
 from core.cli_args import existing_folder
 from core.command_parser import CommandParser
-from core.user_errors import run_command
 
 import argparse
 from pathlib import Path
@@ -107,7 +106,3 @@ def main(argv=None) -> dict:
 
         write_json_atomic(args.out, result)
     return result
-
-
-if __name__ == "__main__":
-    run_command(main)

@@ -1,7 +1,7 @@
 """Check (or convert) a released CoTracker3 offline checkpoint for this project.
 
-    python scripts/convert_official_cotracker3.py scaled_offline.pth --check
-    python scripts/convert_official_cotracker3.py scaled_offline.pth --out cotracker3_offline.safetensors
+    grove convert-cotracker3 scaled_offline.pth --check
+    grove convert-cotracker3 scaled_offline.pth --out cotracker3_offline.safetensors
 
 ``--check`` builds the model on the meta device and prints what every key became (the file is read
 with the project's safe loader: tensors only, no code run); both modes exit with status 1 naming
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from core.cli_args import existing_file
 from core.command_parser import CommandParser
-from core.user_errors import run_command
 from core.weights import WeightFileError
 
 import sys
@@ -43,7 +42,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 0 if report.ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(run_command(main))

@@ -1,9 +1,9 @@
 """Convert (or check) a released GROVE checkpoint for this project.
 
-    python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml --check
-    python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml \
+    grove convert-grove grove_ft_iground_ckpt.bin --config configs/official/grove.yaml --check
+    grove convert-grove grove_ft_iground_ckpt.bin --config configs/official/grove.yaml \
         --out grove.ckpt
-    python scripts/convert_official_grove.py grove_ft_iground_ckpt.bin --config configs/official/grove.yaml \
+    grove convert-grove grove_ft_iground_ckpt.bin --config configs/official/grove.yaml \
         --export exported/grove_iground
 
 CKPT is a DeepSpeed zero_to_fp32 ``.bin`` or the Hugging Face folder of the same model. ``--check``
@@ -11,7 +11,7 @@ reads no weights (the model is built on the meta device; works on a checkpoint o
 and prints what every key became; both modes exit with status 1 naming each unaccounted key,
 missing tensor or shape mismatch. The ``--out`` file is what ``cli.py predict/test --ckpt_path``
 and ``callbacks.init_from_checkpoint.InitFromCheckpoint`` take; ``--export DIR`` writes an exported
-folder instead (``scripts/export_model.py``: config.json, safetensors, tokenizer, model card).
+folder instead (``grove export``: config.json, safetensors, tokenizer, model card).
 
 From the official package's hub folder, the folder's config.json and preprocessor_config.json give
 the model's settings (objectness threshold, ``rms_norm_eps``, frames, vocabulary, sizes: see
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from core.cli_args import existing_file, existing_path
 from core.command_parser import CommandParser
-from core.user_errors import run_command
 from core.weights import WeightFileError
 
 import sys
@@ -42,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="check keys and shapes only")
     mode.add_argument("--out", role="output", help="write the converted Lightning checkpoint here")
-    mode.add_argument("--export", role="output", help="write an exported model folder here (scripts/export_model.py)")
+    mode.add_argument("--export", role="output", help="write an exported model folder here (grove export)")
     parser.add_argument("--override-hub-config", nargs="*", metavar="KEY", default=None,
                         help="a hub folder: the config wins over the folder's config.json for these keys "
                              "(every key when none is named), with a warning")
@@ -88,7 +87,3 @@ def convert_and_export(checkpoint: str, configs: list[str], folder: str, overrid
         if report.ok:
             export(stacked, str(converted), folder, name=f"GROVE (converted from {Path(checkpoint).name})")
     return report, notes
-
-
-if __name__ == "__main__":
-    sys.exit(run_command(main))

@@ -1,6 +1,6 @@
 """Write annotations in the Hugging Face hub's JSONL layout of HowToGround1M / iGround.
 
-    python scripts/convert_to_hub_jsonl.py ANNOTATIONS OUT.jsonl [--keys-companion] [--processed]
+    grove convert-hub-jsonl ANNOTATIONS OUT.jsonl [--keys-companion] [--processed]
 
 ANNOTATIONS: any layout the project reads (JSON, pickle, per-key folder, JSONL). ``--keys-companion``
 leaves the ids out of the rows and writes them to ``OUT_keys.jsonl``, as HowToGround1M's
@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from core.cli_args import existing_path
 from core.command_parser import CommandParser
-from core.user_errors import run_command
 
-import sys
 from pathlib import Path
 
 
@@ -46,7 +44,3 @@ def main(argv: list[str] | None = None) -> int:
     companion = f" and its keys in {args.out[:-len('.jsonl')]}_keys.jsonl" if args.keys_companion else ""
     print(f"wrote {len(records)} clips to {args.out}{companion}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_command(main))

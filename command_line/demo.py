@@ -3,7 +3,7 @@ fit the tiny GROVE -> test the best checkpoint.
 
 Run through ``make demo`` (which sets up the environment first). Extra arguments are passed to the
 tower stage, ``fit`` and ``test`` alike (e.g. ``--trainer.max_steps=50`` for a quick look). The tower
-stage (scripts/pretrain_towers.py) stands in for the pre-trained CLIP and SAM of the real model and
+stage (grove pretrain-towers) stands in for the pre-trained CLIP and SAM of the real model and
 writes the checkpoints configs/demo.yaml loads; it runs once and counts towards the demo's budget.
 """
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 import core  # noqa: F401
 
 import json
-import sys
 import time
 from pathlib import Path
 
-from cli import cli_main
+from command_line.grove_cli import cli_main
 from lightning_modules import tower_pretraining
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +106,3 @@ def main(extra: list[str]) -> dict:
     out.write_text(json.dumps({"checkpoint": best, "metrics": results, "timings": timings}, indent=2))
     print(f"\nwritten to {out}")
     return results
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

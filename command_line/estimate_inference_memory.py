@@ -1,6 +1,6 @@
 """GPU memory of predicting with a GROVE config, per weight precision (fp32, bf16, fp16, int8 weight-only).
 
-    python scripts/estimate_inference_memory.py [--config configs/official/grove.yaml] [--frames 8]
+    grove estimate-inference-memory [--config configs/official/grove.yaml] [--frames 8]
 
 Builds the config's model on the meta device (no weights), counts its weights by the dtype each
 gets at inference (int8-able linear weights, the fp32 islands, the rest), adds the largest block's
@@ -13,7 +13,6 @@ from __future__ import annotations
 import core  # noqa: F401  (torchvision compatibility)
 from core.cli_args import existing_file, non_negative_float, positive_int
 from core.command_parser import CommandParser
-from core.user_errors import run_command
 
 import argparse
 from pathlib import Path
@@ -68,7 +67,3 @@ def main(argv=None) -> None:
         gpu = row.smallest_gpu()
         print(f"{row.precision:9s} {row.weights / GIB:8.1f} {row.activations / GIB:7.2f} {row.kv_cache / GIB:6.2f} "
               f"{row.total / GIB:7.1f}  {gpu if gpu else 'none listed'}")
-
-
-if __name__ == "__main__":
-    run_command(main)

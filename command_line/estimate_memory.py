@@ -1,6 +1,6 @@
 """Per-GPU training memory of a GROVE config under DDP, DeepSpeed ZeRO-2 and FSDP.
 
-    python scripts/estimate_memory.py --config configs/official/grove.yaml [--gpus 8] [--capacity-gib 80]
+    grove estimate-memory --config configs/official/grove.yaml [--gpus 8] [--capacity-gib 80]
 
 Builds the config's model on the meta device (no weights), prints its parameter counts, the
 activations one sample keeps for backward (with and without gradient checkpointing), then
@@ -12,7 +12,6 @@ from __future__ import annotations
 import core  # noqa: F401  (torchvision compatibility)
 from core.cli_args import existing_file, non_negative_float, positive_float, positive_int
 from core.command_parser import CommandParser
-from core.user_errors import run_command
 
 import argparse
 from pathlib import Path
@@ -87,7 +86,3 @@ def main(argv=None) -> None:
     print(f"\nlargest micro-batch that fits {args.capacity_gib:g} GiB (0 = none):")
     for (strategy, ckpt), best in largest_fitting(rows, args.capacity_gib).items():
         print(f"  {strategy:6s} checkpointing {'on ' if ckpt else 'off'}: {best}")
-
-
-if __name__ == "__main__":
-    run_command(main)

@@ -1,7 +1,7 @@
 """Export a trained model (GROVE or the VC-Inspector judge) as a self-contained Hugging Face-style folder.
 
-    python scripts/export_model.py --config configs/demo.yaml --ckpt-path runs/demo/.../last.ckpt --out exported/demo
-    python scripts/export_model.py --config configs/judge_demo.yaml \
+    grove export --config configs/demo.yaml --ckpt-path runs/demo/.../last.ckpt --out exported/demo
+    grove export --config configs/judge_demo.yaml \
         --ckpt-path runs/judge_demo/checkpoints/last.ckpt --out exported/judge_demo
 
 The config's model class decides which: a GroveModule writes a :class:`models.grove.Grove` folder, a
@@ -11,7 +11,7 @@ was initialised from (CLIP, SAM, GLaMM, the LLM folder, the judge's vision tower
 ``--metrics`` takes a JSON of test metrics (``{"metrics": {...}}`` as ``make demo`` writes, or a
 flat mapping) for the model card. Further ``--key=value`` arguments override the config as on
 ``cli.py``. The folder then loads with ``Grove.from_pretrained(DIR)`` (or ``VCInspectorJudge``), and
-``cli.py predict/test`` take it as ``--ckpt_path DIR``, ``python -m webdemo`` and ``python -m judge``
+``cli.py predict/test`` take it as ``--ckpt_path DIR``, ``grove webdemo`` and ``grove judge``
 as ``--ckpt-path DIR``.
 The library behind this entry point is :mod:`command_line.model_export`.
 """
@@ -20,9 +20,6 @@ from __future__ import annotations
 import core  # noqa: F401
 from core.cli_args import byte_size, json_file
 from core.command_parser import CommandParser
-from core.user_errors import run_command
-
-import sys
 
 from command_line.model_export import export
 
@@ -53,7 +50,3 @@ def main(argv: list[str] | None = None) -> int:
     for path in sorted(p for p in out.iterdir() if not p.name.startswith(".")):
         print(f"{path.stat().st_size:>12,d}  {path}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_command(main))

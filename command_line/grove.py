@@ -1,5 +1,5 @@
 """``grove VERB ...``: every command of the project behind one name (``pyproject.toml``'s
-``[project.scripts]``, installed by ``scripts/setup.sh``).
+``[project.scripts]``, installed by ``make setup``).
 
 Each verb runs a command's own ``main`` (its options are that command's: ``grove VERB --help``)
 inside :func:`core.user_errors.run_command`, so bad input ends in one ``error:`` line. The
@@ -26,11 +26,25 @@ VERBS: dict[str, tuple[str, str, str]] = {
     "pointing": ("metrics.commands.pointing", "main", "pointing-game accuracy (YouCook-Interactions, GroundingYT)"),
     "mevis": ("metrics.commands.mevis", "main", "MeViS J&F of predicted masks"),
     "threshold-sweep": ("metrics.commands.threshold_sweep", "main", "the objectness-threshold sweep"),
-    "annotate": ("annotation.__main__", "main", "the automatic annotation pipeline (python -m annotation)"),
-    "judge": ("judge.application.commands", "main", "the caption judge (python -m judge)"),
-    "agreement": ("agreement.__main__", "main", "metric-human agreement tables (python -m agreement)"),
+    "annotate": ("annotation.__main__", "main", "the automatic annotation pipeline"),
+    "judge": ("judge.application.commands", "main", "the caption judge"),
+    "agreement": ("agreement.__main__", "main", "metric-human agreement tables"),
     "glamm": ("glamm.commands", "main", "GLaMM's released checkpoint and baselines"),
-    "webdemo": ("webdemo.__main__", "main", "the browser demo and the long-video timeline (python -m webdemo)"),
+    "webdemo": ("webdemo.__main__", "main", "the browser demo and the long-video timeline"),
+    "demo": ("command_line.demo", "main", "the README's demo: towers, fit and test of the tiny GROVE (make demo)"),
+    "pretrain-towers": ("lightning_modules.tower_pretraining", "main", "the demo's tower pre-training"),
+    "sweep": ("command_line.sweep", "main", "ablation sweeps: fit and score each point, one table"),
+    "baselines": ("command_line.baselines", "main", "the caption and grounding baselines on a dataset"),
+    "export": ("command_line.export_model", "main", "a checkpoint as a Hugging Face-style folder"),
+    "convert-grove": ("command_line.convert_official_grove", "main", "check or convert a released GROVE checkpoint"),
+    "convert-cotracker3": ("command_line.convert_official_cotracker3", "main",
+                           "check or convert the released CoTracker3 checkpoint"),
+    "convert-hub-jsonl": ("command_line.convert_to_hub_jsonl", "main", "annotations in the hub's JSONL layout"),
+    "estimate-memory": ("command_line.estimate_memory", "main", "training memory per GPU of a config"),
+    "estimate-inference-memory": ("command_line.estimate_inference_memory", "main",
+                                  "inference memory of a config per precision"),
+    "pretrain-judge-vision": ("command_line.pretrain_judge_vision", "main", "the toy judge's vision pretext"),
+    "score-long-video": ("command_line.score_long_video", "main", "identity and linking scores of a long video"),
     "synthetic": ("command_line.synthetic_data", "synthetic_main", "generate and summarise the synthetic dataset"),
     "synthetic-pointing": ("command_line.synthetic_data", "synthetic_pointing_main",
                            "synthetic data in the pointing benchmarks' layout"),

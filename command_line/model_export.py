@@ -1,5 +1,5 @@
 """A trained checkpoint of ``cli.py fit`` as a self-contained Hugging Face-style folder
-(``scripts/export_model.py``).
+(``grove export``).
 
 The config's model class decides what is written: a GroveModule its GROVE
 (:func:`models.grove.export.grove_settings`), a JudgeModule its VC-Inspector judge
@@ -59,7 +59,7 @@ def read_metrics(path: str | None) -> dict:
     return {k: v for k, v in data.items() if isinstance(v, (int, float))}
 
 
-COMMAND = "scripts/export_model.py"
+COMMAND = "grove export"
 
 
 def export(configs: list[str], ckpt_path: str, out: str, overrides: list[str] = (), metrics: str | None = None,

@@ -10,7 +10,7 @@ those objects move between its two frames (left/right/up/down/still/appears/disa
 of the captions' actions, as a video-pre-trained tower would know them), on the grounded synthetic
 training clips (the judge's captions come from the same clips; boxes are never shown to the judge).
 
-    python scripts/pretrain_judge_vision.py --config configs/judge_demo.yaml --steps 1000 \\
+    grove pretrain-judge-vision --config configs/judge_demo.yaml --steps 1000 \\
         --out data/judge_towers
 
 writes ``<out>/qwen_vision.bin`` (``model.visual.*`` keys, as in a Qwen2.5-VL checkpoint) and
@@ -22,7 +22,6 @@ import core  # noqa: F401  (torchvision compatibility: must precede lightning)
 from core.cli_args import existing_file, existing_folder, positive_float, positive_int
 from core.command_parser import CommandParser
 from core.output_files import atomic_write, write_json_atomic
-from core.user_errors import run_command
 
 import argparse
 from pathlib import Path
@@ -85,7 +84,3 @@ def main(argv: list[str] | None = None) -> dict:
     write_json_atomic(out / "pretext.json", report)
     print(f"vision tower written to {out / VISION_FILE} ({report['seconds']} s)")
     return report
-
-
-if __name__ == "__main__":
-    run_command(main)

@@ -2,9 +2,9 @@
 and the per-clip grounding and caption metrics of a long-video predict run.
 
     # the linking step alone: the true clip boxes, identities hidden per clip
-    python scripts/score_long_video.py --truth data/long/long.json --linking-alone
+    grove score-long-video --truth data/long/long.json --linking-alone
     # a long-video predict run's timeline.json (and the predictions_predict.json beside it)
-    python scripts/score_long_video.py --truth data/long/long.json --timeline runs/.../timeline.json
+    grove score-long-video --truth data/long/long.json --timeline runs/.../timeline.json
 
 The ground truth is what ``grove synthetic-long`` writes next to its video. Prints
 Markdown tables: the identity measures, and with ``--timeline`` the project's per-clip metrics
@@ -17,7 +17,6 @@ from __future__ import annotations
 import core  # noqa: F401  (torchvision compatibility: must precede transformers)
 from core.cli_args import json_file, positive_float, unit_float
 from core.command_parser import CommandParser
-from core.user_errors import run_command
 
 import argparse
 import json
@@ -153,7 +152,3 @@ def main(argv: list[str] | None = None) -> dict[str, list[tuple]]:
     if notes:
         print("\n" + "\n".join(notes))
     return {"identity": rows, "clips": clip_rows}
-
-
-if __name__ == "__main__":
-    run_command(main)

@@ -15,8 +15,8 @@ KEY takes overlay files; ``base`` means none). For each point, in ``OUT/<point>/
 Then ``OUT/results.md`` / ``OUT/results.csv`` tabulate the test metrics of all points and
 ``OUT/threshold_sweep.{png,csv}`` put their threshold curves side by side.
 
-    python scripts/sweep.py --config configs/demo.yaml --preset table5 --out runs/sweeps/table5
-    python scripts/sweep.py --config configs/demo.yaml --axis config=base,configs/ablations/no_objectness.yaml \\
+    grove sweep --config configs/demo.yaml --preset table5 --out runs/sweeps/table5
+    grove sweep --config configs/demo.yaml --axis config=base,configs/ablations/no_objectness.yaml \\
         --axis model.init_args.lr_scheduler.init_args.warmup_steps=50,200 --out runs/sweeps/grid \\
         -- --trainer.max_epochs=2
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 import core  # noqa: F401
 from core.cli_args import existing_file, unit_float
 from core.command_parser import CommandParser
-from core.user_errors import run_command
 
 import argparse
 import sys
@@ -88,7 +87,3 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     if any(r.get("error") for r in results):
         sys.exit(1)
     return results
-
-
-if __name__ == "__main__":
-    run_command(main)

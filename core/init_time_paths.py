@@ -98,10 +98,10 @@ def exported_module(folder: str | Path) -> tuple[str, dict, str]:
     if "class_path" not in module and model_type == "grove" and "language_model" not in config:
         raise ValueError(f"{folder / 'config.json'}: a hub folder of the official GROVE package, not an exported "
                          "folder of this project; convert it first (its config.json is honoured): python "
-                         f"scripts/convert_official_grove.py {folder} --config configs/official/grove.yaml "
+                         f"grove convert-grove {folder} --config configs/official/grove.yaml "
                          "--export OUT_FOLDER (docs/official_grove.md)")
     if "class_path" not in module:
         raise ValueError(f"{folder / 'config.json'}: no 'module' entry (class_path, init_args): this folder was "
-                         "not written by scripts/export_model.py, so cli.py cannot rebuild its LightningModule")
+                         "not written by grove export, so cli.py cannot rebuild its LightningModule")
     return module["class_path"], _resolve_relative(dict(module.get("init_args") or {}), folder), \
         module.get("weights_prefix", "model.")

@@ -189,7 +189,3 @@ def finished_config(root: str | Path) -> dict[str, Any] | None:
     if manifest.get("generator_version") != GENERATOR_VERSION:
         return None
     return manifest.get("config") if isinstance(manifest.get("config"), dict) else None
-
-
-if __name__ == "__main__":  # the spelling of the previous release: refused, naming the new one
-    raise SystemExit("error: `python -m datamodules.synthetic` is now `grove synthetic` (same options)")

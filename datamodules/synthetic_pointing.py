@@ -72,8 +72,3 @@ def generate_pointing_dataset(out: str | Path, dataset: str = "youcook", num_cli
     with path.open("wb") as f:
         pickle.dump(records, f)
     return path
-
-
-if __name__ == "__main__":  # the spelling of the previous release: refused, naming the new one
-    raise SystemExit("error: `python -m datamodules.synthetic_pointing` is now `grove synthetic-pointing` "
-                     "(same options)")

@@ -1,9 +1,9 @@
 """GLaMM's released checkpoint: check a folder, caption images and videos with it.
 
-    python scripts/glamm.py check GLAMM_FOLDER [--config configs/official/glamm.yaml]
-    python scripts/glamm.py grove-init GLAMM_FOLDER --config configs/pretrain.yaml
-    python scripts/glamm.py caption --folder GLAMM_FOLDER --clip CLIP_DIR IMAGE_OR_VIDEO... [--out runs/glamm]
-    python scripts/glamm.py baseline --folder GLAMM_FOLDER --clip CLIP_DIR --gt ANNOTATIONS --videos VIDEOS \
+    grove glamm check GLAMM_FOLDER [--config configs/official/glamm.yaml]
+    grove glamm grove-init GLAMM_FOLDER --config configs/pretrain.yaml
+    grove glamm caption --folder GLAMM_FOLDER --clip CLIP_DIR IMAGE_OR_VIDEO... [--out runs/glamm]
+    grove glamm baseline --folder GLAMM_FOLDER --clip CLIP_DIR --gt ANNOTATIONS --videos VIDEOS \
         --level video --out glamm_video.json
     grove evaluate --gt ANNOTATIONS --pred glamm_video.json
 

@@ -6,7 +6,7 @@ the toy judge's tokenizer, the exported folder, the same judge behind an endpoin
 and DataModule, the pairs to score), :mod:`judge.training` (the LightningModule, the
 human-correlation metric, the toy judge's vision pretext) and :mod:`judge.application` (loading
 a judge, scoring, FOIL hallucination accuracy, refinement, the GROVE-side callback and the
-commands of ``python -m judge``). Packages below it (``models``, ``datamodules``, ``metrics``,
+commands of ``grove judge``). Packages below it (``models``, ``datamodules``, ``metrics``,
 ``lightning_modules``, ``callbacks``, ``core``) never import it.
 """
 import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)

@@ -1,4 +1,4 @@
-"""Command line: ``python -m judge {corrupt,score,foil,refine} ...`` (docs/judge.md)."""
+"""Command line: ``grove judge {corrupt,score,foil,refine} ...`` (docs/judge.md)."""
 import core  # noqa: F401  (torchvision compatibility: must precede lightning)
 
 import sys

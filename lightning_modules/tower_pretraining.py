@@ -13,7 +13,7 @@ split, where the grounding tower's patches also regress their object's box (``--
 which the demo config loads through ``model.global_encoder.checkpoint`` and
 ``model.grounding_encoder.checkpoint``, by the same code as the real checkpoints.
 
-    python scripts/pretrain_towers.py --config configs/demo.yaml --steps 250 --out data/demo_towers
+    grove pretrain-towers --config configs/demo.yaml --steps 250 --out data/demo_towers
 
 Adapters, VL, the LLM and the decoder are not part of this stage (they start as the paper's do).
 """

@@ -122,7 +122,3 @@ def write_clip_records(truth: Mapping[str, Any], truth_path: str | Path, clip_se
     """Write the clip records of ``truth`` (read from ``truth_path``) to ``out`` (default: beside it)."""
     return write_records_json(records_from_truth(truth, clip_seconds, source=str(truth_path)),
                               clip_records_path(truth_path) if out is None else out)
-
-
-if __name__ == "__main__":  # the spelling of the previous release: refused, naming the new one
-    raise SystemExit("error: `python -m longvideo.clip_records` is now `grove clip-records` (same options)")

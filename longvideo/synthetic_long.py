@@ -156,7 +156,3 @@ def generate_long_video(path: str | Path, config: LongVideoConfig, chunk_frames:
     path.with_suffix(".json").write_text(json.dumps(truth))
     write_clip_records(truth, path.with_suffix(".json"), clip_seconds)
     return truth
-
-
-if __name__ == "__main__":  # the spelling of the previous release: refused, naming the new one
-    raise SystemExit("error: `python -m longvideo.synthetic_long` is now `grove synthetic-long` (same options)")

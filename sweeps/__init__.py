@@ -1,2 +1,2 @@
 """Ablation sweeps: a grid of overrides on base configs, each point fitted and tested in its own run
-folder, then tabulated (``python scripts/sweep.py``)."""
+folder, then tabulated (``grove sweep``)."""

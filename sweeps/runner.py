@@ -111,7 +111,7 @@ def run_sweep(base_args: Sequence[str], points: Sequence[SweepPoint], out: str |
         from metrics.text_encoder import build_text_encoder
 
         text_encoder = build_text_encoder(text_encoder)
-    with hold_folder(out, "scripts/sweep.py"):  # two sweeps in one folder would overwrite each other's points
+    with hold_folder(out, "grove sweep"):  # two sweeps in one folder would overwrite each other's points
         results = [_point_result(point, base_args, out, extra, thresholds, resume, text_encoder, cli_main)
                    for point in points]
     markdown, table_csv = tabulate(results, columns)

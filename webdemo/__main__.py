@@ -1,6 +1,6 @@
-"""``python -m webdemo [serve] --config CONFIG --ckpt-path CKPT [--judge JUDGE] [--port N]``: serve the demo locally.
+"""``grove webdemo [serve] --config CONFIG --ckpt-path CKPT [--judge JUDGE] [--port N]``: serve the demo locally.
 
-``python -m webdemo timeline RUN/timeline.json [--port 7861]`` serves the timeline page of a finished
+``grove webdemo timeline RUN/timeline.json [--port 7861]`` serves the timeline page of a finished
 long-video predict run instead.
 
 The page's long-video mode stacks ``--long-video-config`` (``configs/overlays/long_video.yaml``) on the
@@ -27,7 +27,7 @@ from webdemo.workspace import Workspace
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
-    parser = CommandParser(prog="python -m webdemo serve", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="grove webdemo serve", description=__doc__.splitlines()[0])
     parser.add_argument("--config", role="input", action="append", required=True,
                         help="the config the checkpoint was trained with (repeat to stack configs)")
     parser.add_argument("--ckpt-path", role="input", required=True,
@@ -57,11 +57,11 @@ def _stop(signum, frame) -> None:
 
 
 def timeline_main(argv: list[str] | None = None) -> None:
-    """``python -m webdemo timeline RUN/timeline.json``: the long-video timeline page."""
+    """``grove webdemo timeline RUN/timeline.json``: the long-video timeline page."""
     from longvideo.timeline import read_timeline
     from webdemo.timeline import build_timeline_app
 
-    parser = CommandParser(prog="python -m webdemo timeline", description=timeline_main.__doc__)
+    parser = CommandParser(prog="grove webdemo timeline", description=timeline_main.__doc__)
     parser.add_argument("timeline", role="input", type=existing_file, help="timeline.json of a long-video predict run")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=port_number, default=7861)
@@ -71,7 +71,7 @@ def timeline_main(argv: list[str] | None = None) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m webdemo [serve] ...`` or ``python -m webdemo timeline ...``."""
+    """``grove webdemo [serve] ...`` or ``grove webdemo timeline ...``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["timeline"]:
         return timeline_main(argv[1:])

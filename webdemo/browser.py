@@ -1,4 +1,4 @@
-"""Driving the served page from a real browser: a ``python -m webdemo`` server on a free loopback port
+"""Driving the served page from a real browser: a ``grove webdemo`` server on a free loopback port
 and Debian's headless Chromium under Playwright (which cannot download a browser of its own here).
 Used by the browser test and by ``bench/bench_webdemo.py``.
 """

@@ -2,7 +2,7 @@
 
 The judge is loaded once with :func:`judge.application.loading.load_judge` (a judge config with its checkpoint,
 a judge ``.ckpt``, a released Hugging Face folder or a LoRA adapter folder) and scores through
-:func:`judge.application.scoring.score_pairs`, so a clip is read and rated exactly as ``python -m judge score``
+:func:`judge.application.scoring.score_pairs`, so a clip is read and rated exactly as ``grove judge score``
 rates a (video, caption) pair with the same clip range.
 """
 from __future__ import annotations

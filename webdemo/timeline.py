@@ -1,4 +1,4 @@
-"""The long-video timeline in the browser: ``python -m webdemo timeline RUN/timeline.json [--port 7861]``.
+"""The long-video timeline in the browser: ``grove webdemo timeline RUN/timeline.json [--port 7861]``.
 
 Shows what long-video predict wrote (:mod:`longvideo.timeline`): the segments in time order (their
 times, shots, captions with each phrase in its entity's colour), the gaps that could not be
@@ -111,4 +111,4 @@ def build_timeline_app(document: Mapping[str, Any], title: str = "GROVE: long-vi
 
 
 if __name__ == "__main__":  # the spelling of the previous release: refused, naming the new one
-    raise SystemExit("error: `python -m webdemo.timeline` is now `python -m webdemo timeline` (same options)")
+    raise SystemExit("error: `grove webdemo timeline` is now `grove webdemo timeline` (same options)")

@@ -4,7 +4,7 @@ should rank them as the scores do (Kendall tau-b and Spearman rho, Table 1).
 
 ActivityNet-FG-Eval corrupts the ActivityNet Captions test captions, YouCook2-FG-Eval the YouCook2
 validation captions (``youcookii_annotations_trainval.json``, read by
-:func:`judge.data.readers.read_youcook2_captions`): ``python -m judge corrupt --youcook2 FILE --out ...``.
+:func:`judge.data.readers.read_youcook2_captions`): ``grove judge corrupt --youcook2 FILE --out ...``.
 
 Each item keeps the caption the corruption started from as its reference: reference-based
 metrics then see the uncorrupted caption, an upper bound rather than a comparable figure.

@@ -33,7 +33,7 @@ class JudgeScorer(CaptionScorer):
 def load_judge_scorer(config: Sequence[str] | str | None = None, ckpt_path: str | None = None,
                       judge_path: str | None = None, base_model: str | None = None,
                       overrides: Sequence[str] = (), **kwargs: Any) -> JudgeScorer:
-    """A judge from a config (+ checkpoint) or released weights (``judge_path``), as ``python -m judge`` takes it."""
+    """A judge from a config (+ checkpoint) or released weights (``judge_path``), as ``grove judge`` takes it."""
     from judge.application.loading import load_judge
 
     spec = judge_path if judge_path is not None else config

@@ -1,4 +1,4 @@
-"""``python -m annotation compare``: the GROVE paper's Table 6 (sec. 6.4) as one command.
+"""``grove annotate compare``: the GROVE paper's Table 6 (sec. 6.4) as one command.
 
 The proposed pipeline and each alternative (a row: overlays on the base pipeline config) annotate
 the same clips; each output is scored against the truth with the project's evaluator (every truth

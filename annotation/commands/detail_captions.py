@@ -1,4 +1,4 @@
-"""``python -m annotation detail-captions``: detail captions (CAPTURE paper, sec. 4.1) of images, frame
+"""``grove annotate detail-captions``: detail captions (CAPTURE paper, sec. 4.1) of images, frame
 folders or videos, written as one JSON file (the caption and every stage's output per image).
 
 Images: ``.jpg``/``.jpeg``/``.png``; a folder of frame images; a video (``.mp4``/``.webm``/``.mkv``),

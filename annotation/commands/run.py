@@ -1,4 +1,4 @@
-"""``python -m annotation run``: plan the clips, skip those already done, run an engine, write records and report."""
+"""``grove annotate run``: plan the clips, skip those already done, run an engine, write records and report."""
 from __future__ import annotations
 
 from core.folder_lock import hold_folder
@@ -94,8 +94,8 @@ def run_annotation(config: dict, config_files: list[str], videos: str | Path, ou
     """Annotate the clips not yet done under ``out``; returns the report (also ``out/report.json``)."""
     refuse_input_as_output(out, {"--videos": videos, "--truth": truth})
     specs, skipped = plan_clips(config, videos, truth, limit)  # before any folder is made: a bad input leaves none
-    with hold_folder(out, "python -m annotation run"):  # one run at a time: they write the same records
-        claim_output_folder(out, "python -m annotation run", own_files=(RUN_INPUTS,), overwrite_option=None)
+    with hold_folder(out, "grove annotate run"):  # one run at a time: they write the same records
+        claim_output_folder(out, "grove annotate run", own_files=(RUN_INPUTS,), overwrite_option=None)
         check_run_inputs(out, config, videos, truth)
         return _run(config, config_files, videos, out, truth, engine, specs, skipped, retry_rejected, progress,
                     ray_address)

@@ -1,4 +1,4 @@
-"""``python -m annotation score``: a pipeline output against ground truth, with the project's evaluator.
+"""``grove annotate score``: a pipeline output against ground truth, with the project's evaluator.
 
 The records become predictions in the evaluator's format (every box scored 1, as the public
 evaluator scores GT-style annotations), so the metric names are those of ``grove

@@ -36,7 +36,7 @@ class PretrainedFolderError(ValueError):
 # Config keys that size a model part: a value that is not a positive integer would fail deep inside
 # the model's constructor (or a strict config class) with an error naming neither folder nor file.
 _SIZE_KEY = re.compile(r"num_\w*(layers|heads)|\w*_(size|dim|layers|heads|chans)|dim|depth|width")
-_REEXPORT = "fix it, or export the model again (python scripts/export_model.py)"
+_REEXPORT = "fix it, or export the model again (grove export)"
 
 
 def is_pretrained_folder(path: str | Path, model_type: str | None = None) -> bool:
@@ -68,7 +68,7 @@ def check_config_file(folder: str | Path) -> dict:
     path = Path(folder) / CONFIG_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{folder}: no {CONFIG_FILE}; not an exported model folder "
-                                "(python scripts/export_model.py writes one)")
+                                "(grove export writes one)")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:

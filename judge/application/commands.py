@@ -1,4 +1,4 @@
-"""The judge's user commands (``python -m judge {corrupt,score,predictions,foil,refine}``): argument parsing and wiring.
+"""The judge's user commands (``grove judge {corrupt,score,predictions,foil,refine}``): argument parsing and wiring.
 
 ``corrupt`` writes the judge's training data (:mod:`judge.data.corruption.generator`, its own options).
 
@@ -70,10 +70,10 @@ def _judge_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = CommandParser(prog="python -m judge", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="grove judge", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("corrupt", add_help=False,
-                        help="write factual-error corruptions of captions (python -m judge corrupt --help)")
+                        help="write factual-error corruptions of captions (grove judge corrupt --help)")
     score = commands.add_parser("score", help="score (video, caption) pairs")
     _judge_options(score)
     score.add_argument("--pairs", role="input", required=True,
@@ -253,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> Any:
         torch.set_num_threads(args.threads)
     run = {"score": run_score, "predictions": run_predictions, "foil": run_foil, "refine": run_refine}[args.command]
     try:
-        with hold_file(args.out, f"python -m judge {args.command}"):  # appended to: one run at a time
+        with hold_file(args.out, f"grove judge {args.command}"):  # appended to: one run at a time
             summary = run(args, overrides)
     except (FolderInUseError, OutputFolderError) as err:
         raise SystemExit(f"error: {err}") from None

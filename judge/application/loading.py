@@ -9,7 +9,7 @@
 * a merged Hugging Face Qwen2.5-VL folder (``config.json``: a released VC-Inspector);
 * a LoRA adapter folder (``adapter_config.json``) over a local Qwen2.5-VL folder, given as
   ``base_model`` or recorded in the adapter's ``base_model_name_or_path``;
-* an exported judge folder (``scripts/export_model.py``), also as ``ckpt_path`` of a config.
+* an exported judge folder (``grove export``), also as ``ckpt_path`` of a config.
 
 With a checkpoint, the files the judge is initialised from (its vision tower) are not read.
 

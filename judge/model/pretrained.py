@@ -60,7 +60,7 @@ def model_card(config: dict) -> str:
     lines = ["---", "library_name: grove", "tags:", "- video-caption-evaluation", "- pytorch_model_hub_mixin", "---",
              "", f"# {card.get('name') or 'VC-Inspector judge'}", "",
              "A reference-free video caption judge (Qwen2.5-VL architecture): rates a (video, caption) pair 1-5 and "
-             "explains why. Exported by this project's `scripts/export_model.py`.", "",
+             "explains why. Exported by this project's `grove export`.", "",
              f"- language model: {text.get('num_hidden_layers')} layers, hidden size {text.get('hidden_size')}; "
              f"judge settings: {config.get('judge')}", "", "## Training data", "",
              card.get("training_data") or "Not recorded.", "", "## Test metrics", ""]
@@ -69,7 +69,7 @@ def model_card(config: dict) -> str:
         lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(metrics.items())]
     else:
         lines.append("Not known for this export.")
-    lines += ["", "## Use", "", "`python -m judge score --judge FOLDER --pairs PAIRS.jsonl --out SCORES.jsonl`, or",
+    lines += ["", "## Use", "", "`grove judge score --judge FOLDER --pairs PAIRS.jsonl --out SCORES.jsonl`, or",
               "", "```python", "from judge.model.vc_inspector import VCInspectorJudge", "",
               "judge = VCInspectorJudge.from_pretrained(FOLDER_OR_REPO_ID)", "```", ""]
     return "\n".join(lines)

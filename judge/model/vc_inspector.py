@@ -90,7 +90,7 @@ def load_vision_weights(tower: nn.Module, path: str | Path) -> None:
     location = Path(path)
     if not location.is_file():
         raise FileNotFoundError(f"model.init_args.vision_checkpoint: {location} does not exist (docs/judge.md, "
-                                "scripts/pretrain_judge_vision.py writes it)")
+                                "grove pretrain-judge-vision writes it)")
     raw = load_state_dict_file(location, "model.init_args.vision_checkpoint")
     prefix = next((p for p in VISION_PREFIXES if any(k.startswith(p) for k in raw)), None)
     if prefix is None:
@@ -121,7 +121,7 @@ class VCInspectorJudge(KeepsBuffersFp32, PyTorchModelHubMixin, library_name="gro
         template, max_pixels, min_pixels: prompt style and frame size bound (see JudgePrompter).
         vision_checkpoint: a local file of vision-tower weights (``model.visual.*`` or ``visual.*`` keys,
             merger included) loaded over the base model's; for the toy judge, the output of
-            scripts/pretrain_judge_vision.py (a real Qwen2.5-VL's vision tower is already pre-trained).
+            grove pretrain-judge-vision (a real Qwen2.5-VL's vision tower is already pre-trained).
         train_vision: unfreeze the vision tower (only sensible for random toy models).
         train_merger: unfreeze the merger, the vision-language projector (likewise).
         train_embeddings: unfreeze the token embeddings and output layer (likewise: a random toy

@@ -7,7 +7,7 @@ any threshold without running the model again. Grounding is scored exactly as th
 are plotted against the threshold as in the paper's Figure 6.
 
     python cli.py test --config configs/demo.yaml --ckpt_path BEST.ckpt --model.init_args.objectness_threshold=0.0
-    python scripts/threshold_sweep.py --gt data/synthetic/annotations/test.json \
+    grove threshold-sweep --gt data/synthetic/annotations/test.json \
         --pred runs/demo/version_N/predictions_test.json --out runs/demo/version_N/threshold_sweep
 """
 from __future__ import annotations

@@ -181,8 +181,8 @@ class VidSTGMetric(PredictionSetMetric):
     The state is the predictions (prediction dicts serialised to bytes), gathered by concatenation
     under DDP; references (the DataModule's records) are set with :meth:`set_references`.
     ``grid="record"`` (default here) scores the frames the model was given, which is what a
-    validation run can score; TubeDETR's grid needs records sampled on it (``python -m
-    metrics.protocols.vidstg`` reads it from the annotation file).
+    validation run can score; TubeDETR's grid needs records sampled on it (``grove vidstg``
+    reads it from the annotation file).
     """
 
     def __init__(self, thresholds: Sequence[float] = THRESHOLDS, grid: str = "record", **kwargs):

@@ -218,7 +218,7 @@ def reconcile(merged: dict, settings: list[HubSetting], folder: str | Path, sour
         raise HubConfigMismatch(
             "the hub folder's config is the model's config, and the YAML disagrees with it:\n  " + "\n  ".join(errors)
             + "\nRemove these keys from the YAML (the folder's values are then used), or override the folder "
-              "(scripts/convert_official_grove.py --override-hub-config [KEY ...]: the YAML wins, with a warning)")
+              "(grove convert-grove --override-hub-config [KEY ...]: the YAML wins, with a warning)")
     return layer, [f"overridden: {w}; the YAML's value is used" for w in warnings]
 
 

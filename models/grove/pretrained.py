@@ -71,7 +71,7 @@ def model_card(config: dict) -> str:
     lines = ["---", "library_name: grove", "tags:", "- grounded-video-captioning", "- pytorch_model_hub_mixin", "---",
              "", f"# {card.get('name') or 'GROVE'}", "",
              "GROVE: grounded video caption generation (a caption whose noun phrases are boxed on every frame), "
-             "exported by this project's `scripts/export_model.py`.", "",
+             "exported by this project's `grove export`.", "",
              f"- LLM: LLaMA, {lm.get('num_hidden_layers')} layers, hidden size {lm.get('hidden_size')}, "
              f"vocabulary {lm.get('vocab_size')}",
              f"- windows of {(config.get('preprocessing') or {}).get('num_frames', '?')} frames; "
@@ -145,7 +145,7 @@ def load_grove(cls, folder: str | Path, map_location: str = "cpu", dtype=None):
     folder = Path(folder)
     if is_hub_folder(folder):
         raise ValueError(f"{folder}: a folder of the official inference package (GroveForCausalLM), not an export of "
-                         f"this project; convert it once: python scripts/convert_official_grove.py {folder} "
+                         f"this project; convert it once: grove convert-grove {folder} "
                          "--config configs/official/grove.yaml --export OUT (its config.json is honoured), then "
                          "load OUT")
     config = read_config(folder, MODEL_TYPE)

@@ -1,4 +1,4 @@
-"""``python -m agreement run`` end to end: a user's own scorer through ``class_path``, table.json
+"""``grove agreement run`` end to end: a user's own scorer through ``class_path``, table.json
 in the documented shape, missing weights listed with the key to set."""
 import json
 import sys

@@ -1,4 +1,4 @@
-"""``python -m annotation compare`` (Table 6) on generated synthetic clips: every row is run and scored
+"""``grove annotate compare`` (Table 6) on generated synthetic clips: every row is run and scored
 against the truth, the table is written in the paper's layout, and a bad config is named."""
 import json
 

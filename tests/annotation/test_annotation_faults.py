@@ -69,7 +69,7 @@ def test_a_second_run_on_one_output_folder_is_refused_naming_it(videos, tmp_path
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         out.mkdir()
-        (out / ".lock").write_text(json.dumps({"pid": holder.pid, "command": "python -m annotation run"}))
+        (out / ".lock").write_text(json.dumps({"pid": holder.pid, "command": "grove annotate run"}))
         with pytest.raises(SystemExit, match=rf"{out} is in use by another run \(process {holder.pid}.*lock file "
                                              rf"{out}/.lock\)"):
             main(["run", "--config", str(CONFIGS / "synthetic.yaml"), "--videos", str(videos), "--out", str(out),

@@ -1,4 +1,4 @@
-"""``python -m annotation run`` writes only into a folder of its own: a user's folder is refused."""
+"""``grove annotate run`` writes only into a folder of its own: a user's folder is refused."""
 from pathlib import Path
 
 import pytest
@@ -23,8 +23,8 @@ def test_a_foreign_folder_is_refused_and_its_own_is_resumed(videos, tmp_path):
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep")
-    with pytest.raises(ValueError, match=rf"--out {foreign} is not empty and was not written by python -m "
-                                         r"annotation run \(it holds notes.txt\); choose a new or empty folder$"):
+    with pytest.raises(ValueError, match=rf"--out {foreign} is not empty and was not written by grove "
+                                         r"annotate run \(it holds notes.txt\); choose a new or empty folder$"):
         run_annotation(config, [], videos, foreign, limit=0, progress=False)
     assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
     out = tmp_path / "out"

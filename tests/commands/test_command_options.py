@@ -13,8 +13,8 @@ from tests.commands.command_list import (
     COMMANDS,
     NOT_ARGPARSE,
     OTHER_PACKAGES_COMMANDS,
-    package_entry_points,
-    script_files,
+    grove_verbs,
+    scripts_beside_setup,
 )
 
 
@@ -54,11 +54,15 @@ def test_long_options_are_hyphenated(command, monkeypatch):
     assert not underscored, f"{command}: options spelled with underscores: {underscored}"
 
 
-def test_the_command_list_covers_every_script_and_package_entry_point():
-    listed = " ".join([*COMMANDS, *OTHER_PACKAGES_COMMANDS, *NOT_ARGPARSE])
-    missing = [s for s in script_files() if s not in listed]
-    missing += [f"python -m {p}" for p in package_entry_points() if f"python -m {p}" not in listed]
+def test_the_command_list_covers_every_grove_verb():
+    listed = [command.split()[:2] for command in [*COMMANDS, *OTHER_PACKAGES_COMMANDS, *NOT_ARGPARSE]]
+    missing = [verb for verb in grove_verbs() if verb.split() not in listed]
     assert not missing, f"commands not in tests/commands/command_list.py: {missing}"
+
+
+def test_every_command_is_a_grove_verb():
+    assert scripts_beside_setup() == []
+    assert all(command.startswith("grove ") for command in [*COMMANDS, *OTHER_PACKAGES_COMMANDS, *NOT_ARGPARSE])
 
 
 def test_lightnings_ckpt_path_spelling_names_the_hyphenated_option_silently(capsys):

@@ -73,7 +73,7 @@ def test_a_file_is_not_an_output_folder(tmp_path):
 
 
 def test_export_refuses_a_foreign_folder_before_building_anything(tmp_path, capsys):
-    from scripts.export_model import main
+    from command_line.export_model import main
 
     out = tmp_path / "out"
     out.mkdir()

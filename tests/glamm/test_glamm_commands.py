@@ -1,4 +1,4 @@
-"""``python scripts/glamm.py`` runs as a script: its own name must not hide the glamm package."""
+"""``grove glamm`` runs as a script: its own name must not hide the glamm package."""
 import core  # noqa: F401
 
 import os

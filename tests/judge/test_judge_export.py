@@ -1,5 +1,5 @@
 """A trained judge scores without its vision-tower file, exports to a folder, and that folder scores the
-same through ``VCInspectorJudge.from_pretrained``, ``python -m judge`` and the agreement scorer."""
+same through ``VCInspectorJudge.from_pretrained``, ``grove judge`` and the agreement scorer."""
 from __future__ import annotations
 
 import core  # noqa: F401

@@ -1,4 +1,4 @@
-"""``python -m judge score`` killed with SIGKILL mid-run, then run again with the same arguments: the
+"""``grove judge score`` killed with SIGKILL mid-run, then run again with the same arguments: the
 rows scored before the kill are reused (never asked again), a line torn by the kill is dropped and
 its pair redone, and the final file holds each pair once, equal to an uninterrupted run's file."""
 import json

@@ -1,4 +1,4 @@
-"""The judge's reference-free score of predicted captions (``python -m judge predictions``)."""
+"""The judge's reference-free score of predicted captions (``grove judge predictions``)."""
 import json
 import math
 

@@ -67,7 +67,7 @@ def test_the_real_model_needs_a_24_gib_gpu_in_16_bits_and_a_16_gib_one_in_int8(o
 
 
 def test_the_script_prints_one_row_per_precision(capsys):
-    from scripts.estimate_inference_memory import main
+    from command_line.estimate_inference_memory import main
 
     main([])
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith(INFERENCE_PRECISIONS)]

@@ -182,7 +182,7 @@ def test_activation_formula_matches_saved_tensors(constant_tokens, checkpointing
 
 
 def test_memory_estimator_script_prints_the_table(capsys):
-    from scripts.estimate_memory import main
+    from command_line.estimate_memory import main
 
     main(["--config", str(OFFICIAL), "--gpus", "8", "--max-micro-batch", "2"])
     text = capsys.readouterr().out

@@ -136,7 +136,7 @@ def test_head_loss_and_accuracy():
 @pytest.mark.slow
 def test_pretrain_towers_writes_checkpoints_the_real_loaders_read(tiny_synthetic_root, tmp_path):
     from cli import cli_main
-    from scripts.pretrain_towers import main
+    from lightning_modules.tower_pretraining import main
     from tests.fixtures.tiny_cli import tiny_cli_args
 
     out = tmp_path / "towers"
@@ -178,7 +178,7 @@ def test_null_checkpoint_override_means_no_file(tmp_path):
 @pytest.mark.slow
 def test_pretrain_judge_vision_writes_a_tower_the_judge_loads(tiny_synthetic_root, tmp_path):
     from cli import cli_main
-    from scripts.pretrain_judge_vision import main
+    from command_line.pretrain_judge_vision import main
     from tests.fixtures.paths import ROOT
 
     out = tmp_path / "judge_towers"
@@ -214,7 +214,7 @@ def test_pretext_optimizer_warms_up_then_decays_to_zero():
 
 
 def test_demo_finds_the_tower_checkpoints_it_must_write():
-    from scripts.demo import ROOT, configured_towers
+    from command_line.demo import ROOT, configured_towers
 
     assert configured_towers([]) == (ROOT / "data" / "demo_towers" / "open_clip_vision.bin",
                                      ROOT / "data" / "demo_towers" / "sam_image_encoder.pth")
@@ -225,7 +225,7 @@ def test_demo_finds_the_tower_checkpoints_it_must_write():
 
 
 def test_demo_pretrains_towers_again_when_their_recipe_changed(tmp_path):
-    from scripts.demo import TOWER_BOX_WEIGHT, TOWER_STEPS, stale_towers
+    from command_line.demo import TOWER_BOX_WEIGHT, TOWER_STEPS, stale_towers
 
     assert "missing" in stale_towers(tmp_path)
     record = tmp_path / "pretext.json"

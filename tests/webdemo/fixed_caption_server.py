@@ -1,4 +1,4 @@
-"""``python -m webdemo`` with the model's generated caption fixed to :data:`FIXED_CAPTION`.
+"""``grove webdemo`` with the model's generated caption fixed to :data:`FIXED_CAPTION`.
 
 The browser test's tiny randomly initialised model writes captions that rarely tag a phrase; with
 this caption the page must show two phrases in two colours, and everything after the caption

@@ -1,4 +1,4 @@
-"""``python -m webdemo`` whose predictions carry a mask per box, at places the browser test knows.
+"""``grove webdemo`` whose predictions carry a mask per box, at places the browser test knows.
 
 The caption is fixed as in :mod:`tests.webdemo.fixed_caption_server`; then every real frame of every
 clip gets one box of the caption's first phrase, :func:`known_box`, with the disc :func:`known_mask`

@@ -1,6 +1,6 @@
 """The demo end to end in a real headless Chromium (Debian's package, driven by Playwright).
 
-A real ``python -m webdemo`` server on a free loopback port with a tiny checkpoint: upload a
+A real ``grove webdemo`` server on a free loopback port with a tiny checkpoint: upload a
 synthetic clip, wait for the result, check the caption and its phrase colours, download the
 predictions file and compare it with ``cli.py predict`` on the same clip; then a corrupt upload
 must give a message in the page while the server keeps serving. A screenshot of the result is saved.

@@ -1,6 +1,6 @@
 """Long-video mode from the upload page in a real headless Chromium (Debian's package, driven by Playwright).
 
-A ``python -m webdemo`` server with a tiny checkpoint (the generated caption fixed, so every clip has
+A ``grove webdemo`` server with a tiny checkpoint (the generated caption fixed, so every clip has
 two phrases to link; objectness threshold 0, so every phrase has a tube): a 20-s video uploaded with
 the long-video option on; the segments and entities shown must be those of the timeline.json in the
 request's folder, the downloaded timeline.json that very file, and choosing an entity shows its tube.

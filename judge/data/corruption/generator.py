@@ -18,10 +18,10 @@ synthetic clips) and :class:`~judge.data.corruption.llm_backend.LLMBackend` (a l
 paper's prompts D.1-D.5). A malformed LLM answer or an implausible corruption is dropped and
 counted in the printed statistics.
 
-    python -m judge corrupt --records data/synthetic/annotations/train.json --out train.jsonl
-    python -m judge corrupt --activitynet train.json --out anet_train.jsonl
-    python -m judge corrupt --youcook2 youcookii_annotations_trainval.json --out yc2_val.jsonl
-    python -m judge corrupt --activitynet train.json --corrupt objects --out anet_train_objects.jsonl
+    grove judge corrupt --records data/synthetic/annotations/train.json --out train.jsonl
+    grove judge corrupt --activitynet train.json --out anet_train.jsonl
+    grove judge corrupt --youcook2 youcookii_annotations_trainval.json --out yc2_val.jsonl
+    grove judge corrupt --activitynet train.json --corrupt objects --out anet_train_objects.jsonl
 """
 from __future__ import annotations
 
@@ -239,7 +239,7 @@ def build_judge_split(sources: Sequence[CaptionSource], out: str | Path, backend
 
 
 def main(argv: list[str] | None = None) -> GenerationStats:
-    parser = CommandParser(prog="python -m judge corrupt", description=__doc__.split("\n\n")[0],
+    parser = CommandParser(prog="grove judge corrupt", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--records", role="input", help="GroundedRecord annotations (project JSON, pickle or folder)")

@@ -1,4 +1,4 @@
-"""scripts/sweep.py --resume reuses a point only when its saved result came from the same inputs."""
+"""grove sweep --resume reuses a point only when its saved result came from the same inputs."""
 import sweeps.runner as sweep
 from sweeps.points import SweepPoint
 from sweeps.runner import run_sweep

@@ -1,10 +1,10 @@
-"""scripts/score_long_video.py: the per-clip metrics table of a run next to its identity table."""
+"""grove score-long-video: the per-clip metrics table of a run next to its identity table."""
 import json
 
 import pytest
 
+from command_line.score_long_video import TRUE_BOXES_NOTE, main
 from longvideo.clip_records import records_from_truth
-from scripts.score_long_video import TRUE_BOXES_NOTE, main
 from tests.fixtures.long_clips import hand_truth, perfect_predictions, run_files
 
 

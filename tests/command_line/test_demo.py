@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from scripts.demo import TOWER_BOX_WEIGHT, TOWER_STEPS, seed_of, stale_towers
+from command_line.demo import TOWER_BOX_WEIGHT, TOWER_STEPS, seed_of, stale_towers
 
 
 def test_towers_of_another_seed_are_not_reused(tmp_path):

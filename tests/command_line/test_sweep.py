@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from command_line.sweep import main as sweep_main
 from formats.records import GroundedRecord, write_records_json
 from metrics.commands import threshold_sweep as sweep_command
 from metrics.evaluator.evaluation import evaluate_predictions
 from metrics.protocols import threshold_sweep as ts
 from metrics.text_encoder import ExactMatchEncoder
-from scripts.sweep import main as sweep_main
 from sweeps.points import PRESETS, SweepPoint, expand_grid, parse_points
 from sweeps.tables import tabulate
 from tests.fixtures.paths import ROOT

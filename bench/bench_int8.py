@@ -9,7 +9,7 @@ identical; the tokens before the first step where int8's logit changes could reo
 must be identical), boxes and objectness on a fixed tagged caption (largest differences). Time:
 ``Grove.predict`` on one clip, median of ``--repeats`` runs, on the CPU threads torch is given.
 
-Real size: the config's model built on the meta device (lightning_modules.memory_estimator.
+Real size: the config's model built on the meta device (sizing.memory_estimator.
 build_meta_module; no memory, no weights); bytes from the parameter and buffer shapes, the int8 figure
 by :func:`models.grove.quantization.quantized_weight_bytes` (each quantised (N, K) weight holds
 ``N*K + 5*N`` bytes).
@@ -130,7 +130,7 @@ def tiny_size(seeds: int, repeats: int) -> None:
 
 
 def real_size(config_paths: list[str]) -> None:
-    from lightning_modules.memory_estimator import build_meta_module
+    from sizing.memory_estimator import build_meta_module
 
     config = read_stacked_yaml([ROOT / p for p in config_paths])
     model = build_meta_module(config).model

@@ -4,7 +4,7 @@ decoding in a thread of the model's process or inline between batches).
 
     PYTHONPATH=. python bench/bench_predict.py [--seconds 64] [--batch-sizes 1 8] [--flops-only]
 
-It first prints the released GROVE's forward FLOPs per 8-frame clip (lightning_modules.flops, counted
+It first prints the released GROVE's forward FLOPs per 8-frame clip (sizing.flops, counted
 analytically) and what one H100 needs per clip at 40 % model FLOPs utilisation, for sizing a job.
 
 configs/demo.yaml with randomly initialised weights (no checkpoint: the towers' and the model's
@@ -65,7 +65,7 @@ MFU = 0.4
 
 def print_flops() -> None:
     """The released GROVE's forward FLOPs per clip by part, and the H100 time they need at ``MFU``."""
-    from lightning_modules.flops import grove_flops
+    from sizing.flops import grove_flops
 
     flops = grove_flops()
     parts = {"CLIP ViT-L/14-336 + adapters + VL": flops.global_tower,

@@ -11,7 +11,7 @@ peak for the dtype (``--peak-tflops``; known for A100, H100 and H200): for train
 pass's FLOPs (the PaLM convention: recomputation under checkpointing is not counted), for prediction
 the FLOPs of the call; both counted by ``torch.utils.flop_counter`` in an untimed run of the same
 step (matrix products and convolutions; it misses the attention scores inside
-``nn.MultiheadAttention`` on the CPU, see lightning_modules/flops.py).
+``nn.MultiheadAttention`` on the CPU, see sizing/flops.py).
 
 The model of the config with random weights: CLIP ViT-L/14-336 with its adapters, SAM ViT-H at
 512 px with its adapters, the LLM shortened to ``--llm-layers`` layers at its real width and
@@ -20,7 +20,7 @@ of ``--frames`` frames with a grounded-caption prompt (576 video tokens, phrases
 [DET]) and random box targets goes through GroveModule's training loss, backward and an AdamW
 step on the parameter groups the config trains. Step 1 also allocates the optimizer state; the
 later steps are the steady state that the memory estimator describes. Peak memory is the process's
-peak resident set; the prediction is lightning_modules/memory_estimator.py's "single" engine (no
+peak resident set; the prediction is sizing/memory_estimator.py's "single" engine (no
 sharding, weights in their stored dtype, no autocast) plus the process's resident set before
 the model was built.
 """
@@ -36,7 +36,8 @@ from pathlib import Path
 import psutil
 import torch
 
-from lightning_modules.memory_estimator import (
+from models.grove.configuration import read_stacked_yaml
+from sizing.memory_estimator import (
     GIB,
     ParameterSummary,
     Workload,
@@ -45,7 +46,6 @@ from lightning_modules.memory_estimator import (
     build_meta_module,
     estimate,
 )
-from models.grove.configuration import read_stacked_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 

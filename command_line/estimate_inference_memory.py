@@ -6,7 +6,7 @@ Builds the config's model on the meta device (no weights), counts its weights by
 gets at inference (int8-able linear weights, the fp32 islands, the rest), adds the largest block's
 working set for one window of frames and the caption's KV cache, and prints per precision the
 total and the smallest GPU that holds it. The model behind the figures:
-lightning_modules/memory_estimator.py; the table and what each precision means: docs/precision.md.
+sizing/memory_estimator.py; the table and what each precision means: docs/precision.md.
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from core.command_parser import CommandParser
 import argparse
 from pathlib import Path
 
-from lightning_modules.memory_estimator import (
+from models.grove.configuration import read_stacked_yaml
+from sizing.memory_estimator import (
     DEFAULT_INFERENCE_OVERHEAD_GIB,
     GIB,
     InferenceParameters,
@@ -26,7 +27,6 @@ from lightning_modules.memory_estimator import (
     inference_activation_values,
     inference_table,
 )
-from models.grove.configuration import read_stacked_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 

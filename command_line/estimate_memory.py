@@ -5,7 +5,7 @@
 Builds the config's model on the meta device (no weights), prints its parameter counts, the
 activations one sample keeps for backward (with and without gradient checkpointing), then
 weights / gradients / optimizer state / activations per GPU for micro-batch 1..8 and which setups
-fit the GPU. The model behind the figures: lightning_modules/memory_estimator.py, docs/scaling.md.
+fit the GPU. The model behind the figures: sizing/memory_estimator.py, docs/scaling.md.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from core.command_parser import CommandParser
 import argparse
 from pathlib import Path
 
-from lightning_modules.memory_estimator import (
+from models.grove.configuration import read_stacked_yaml
+from sizing.memory_estimator import (
     DEFAULT_OVERHEAD_GIB,
     GIB,
     STRATEGIES,
@@ -27,7 +28,6 @@ from lightning_modules.memory_estimator import (
     largest_fitting,
     table,
 )
-from models.grove.configuration import read_stacked_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 

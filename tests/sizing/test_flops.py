@@ -1,4 +1,4 @@
-"""The analytic FLOP count of lightning_modules.flops against hand-computed cases and against
+"""The analytic FLOP count of sizing.flops against hand-computed cases and against
 torch's FlopCounterMode on the parts of a tiny real GROVE (models.grove.configuration.tiny_configs)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from lightning_modules.flops import (
+from sizing.flops import (
     attention_flops,
     clip_tower_flops,
     grove_flops,

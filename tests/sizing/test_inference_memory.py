@@ -4,7 +4,9 @@ import pytest
 import torch
 from torch import nn
 
-from lightning_modules.memory_estimator import (
+from models.grove.configuration import read_stacked_yaml
+from models.grove.fp32_buffers import Fp32PositionEmbeddingRandom
+from sizing.memory_estimator import (
     GIB,
     INFERENCE_PRECISIONS,
     InferenceParameters,
@@ -13,8 +15,6 @@ from lightning_modules.memory_estimator import (
     inference_activation_values,
     inference_table,
 )
-from models.grove.configuration import read_stacked_yaml
-from models.grove.fp32_buffers import Fp32PositionEmbeddingRandom
 from tests.fixtures.paths import ROOT
 
 

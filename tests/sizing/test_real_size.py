@@ -13,8 +13,8 @@ import torch
 import torch._subclasses.fake_tensor as fake_tensor_module
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
-from lightning_modules.memory_estimator import ParameterSummary, Workload, activation_values, build_meta_module
 from models.grove.configuration import read_stacked_yaml
+from sizing.memory_estimator import ParameterSummary, Workload, activation_values, build_meta_module
 from tests.fixtures.paths import ROOT
 
 OFFICIAL = ROOT / "configs" / "official" / "grove.yaml"

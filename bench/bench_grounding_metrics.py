@@ -19,7 +19,8 @@ import time
 import numpy as np
 import torch
 
-from metrics.functional.grounding import FrameBoxes, evaluate_grounding
+from metrics.functional.frame_boxes import FrameBoxes
+from metrics.functional.grounding import evaluate_grounding
 from metrics.text_encoder import ExactMatchEncoder, PhraseVocabulary, default_text_encoder
 
 ADJECTIVES = ["red", "small", "wooden", "metal", "white", "black", "large", "green", "plastic", "sharp",

@@ -16,8 +16,9 @@ import numpy as np
 
 from bench.bench_grounding_metrics import synthetic
 from formats.mask_rle import decode_masks, encode_masks
+from metrics.functional.frame_boxes import FrameBoxes
 from metrics.functional.gcg_masks import GCGImage, gcg_mask_sums
-from metrics.functional.grounding import FrameBoxes, evaluate_grounding
+from metrics.functional.grounding import evaluate_grounding
 from metrics.functional.region_contour import j_and_f
 from metrics.text_encoder import ExactMatchEncoder
 

@@ -30,7 +30,7 @@ INPUT_ERROR_NAMES = frozenset({
     "formats.safe_pickle.UnsafePickleError",
     "formats.video.VideoDecodeError",
     "judge.data.readers.JudgeDataError",
-    "metrics.functional.grounding.GroundingInputError",
+    "metrics.functional.frame_boxes.GroundingInputError",
     "metrics.protocols.pointing.PointingInputError",
     "webdemo.upload.UploadError",
     "yaml.error.YAMLError",

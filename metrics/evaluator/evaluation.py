@@ -57,8 +57,9 @@ from metrics.evaluator.prediction_validation import (
     place_on_grid,
     validate_predictions,
 )
+from metrics.functional.frame_boxes import frames_from_prediction, frames_from_record
 from metrics.functional.gcg_masks import GCGImage, gcg_mask_sums
-from metrics.functional.grounding import GroundingAccumulator, frames_from_prediction, frames_from_record
+from metrics.functional.grounding import GroundingAccumulator
 from metrics.protocols.center_frame import centre_frame, centre_records, centre_view
 from metrics.text_encoder import vocabulary_of
 

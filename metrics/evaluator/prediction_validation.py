@@ -20,7 +20,7 @@ policy (a malformed file, not a box that can be wrong). A box dropped under ``sk
 ``policy="error"`` (default) raises :class:`InvalidPredictionError` naming the source, clip, frame
 and field; ``policy="skip"`` drops each invalid box (with its label and score) and counts it in a
 :class:`ValidationReport`. Malformed structure (a frame without ``frame``, mismatched lengths) is
-reported by :func:`metrics.functional.grounding.frames_from_prediction` and never skipped.
+reported by :func:`metrics.functional.frame_boxes.frames_from_prediction` and never skipped.
 
 Predicted frames must lie on the clip's annotation grid (the GT record's ``frame_indices``): a
 frame off it would be scored as a false positive of an unannotated frame, so a shifted file would
@@ -39,7 +39,7 @@ import numpy as np
 
 from formats.mask_rle import to_compressed
 from formats.records import tagged_phrases
-from metrics.functional.grounding import FrameBoxes, GroundingInputError
+from metrics.functional.frame_boxes import FrameBoxes, GroundingInputError
 
 INVALID_POLICIES = ("error", "skip")
 OFF_GRID_POLICIES = ("error", "nearest")

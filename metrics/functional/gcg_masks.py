@@ -31,7 +31,8 @@ from typing import Sequence
 import numpy as np
 
 from formats.mask_rle import mask_areas
-from metrics.functional.grounding import _block_mask_iou, _padded_blocks, _starts, resolve_text_encoder
+from metrics.functional.grounding import resolve_text_encoder
+from metrics.functional.iou_blocks import block_mask_iou, image_starts, padded_blocks
 from metrics.text_encoder import PhraseVocabulary
 
 
@@ -69,12 +70,12 @@ def _greedy(rows, cols, n_images: int, nan_rule: str, accept):
     them before any number (first in row-major order). Returns (pairs, IoU sum) per image."""
     r_image, r_masks, _, r_empty = rows
     c_image, c_masks, _, c_empty = cols
-    r_start, r_count = _starts(r_image, n_images)
-    c_start, c_count = _starts(c_image, n_images)
+    r_start, r_count = image_starts(r_image, n_images)
+    c_start, c_count = image_starts(c_image, n_images)
     n_pairs, iou_sum = np.zeros(n_images, np.int64), np.zeros(n_images)
     both = np.flatnonzero((r_count > 0) & (c_count > 0))
-    for images, r_idx, c_idx in _padded_blocks(both, r_start, r_count, c_start, c_count):
-        iou = _block_mask_iou(r_idx, c_idx, r_masks, c_masks)
+    for images, r_idx, c_idx in padded_blocks(both, r_start, r_count, c_start, c_count):
+        iou = block_mask_iou(r_idx, c_idx, r_masks, c_masks)
         nan = (r_empty[np.maximum(r_idx, 0)] & (r_idx >= 0))[:, :, None] & \
               (c_empty[np.maximum(c_idx, 0)] & (c_idx >= 0))[:, None, :]
         active = np.arange(len(images))

@@ -5,8 +5,10 @@ Plain functions on plain inputs (numpy boxes, string phrases), in torchmetrics' 
 :func:`grounding_update` reduces a batch of clips to a :class:`GroundingState` (sums per metric and
 a compact record per counted detection), :func:`grounding_merge` adds states and
 :func:`grounding_compute` gives the scores; :func:`evaluate_grounding` is the three on one set.
-The torchmetrics wrappers and the offline evaluator call these. Everything after gathering the
-per-frame arrays is vectorised: frames are processed together in padded blocks, and the only
+The torchmetrics wrappers and the offline evaluator call these. Their inputs, one frame's boxes, are
+:mod:`metrics.functional.frame_boxes`; the flat tables and block IoU they run on are
+:mod:`metrics.functional.iou_blocks`. Everything after gathering the per-frame arrays is
+vectorised: frames are processed together in padded blocks, and the only
 Python loops run over matching steps (detection rank, pairing step), over size buckets and over
 chunks. Phrases become ids of the run's :class:`~metrics.text_encoder.PhraseVocabulary`, so
 each distinct phrase is embedded once a run.
@@ -29,15 +31,16 @@ Choices (documented because the public evaluator leaves them open or gets them w
 """
 from __future__ import annotations
 
-import itertools
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from formats.mask_rle import mask_areas, mask_iou_matrix
+from formats.mask_rle import mask_areas
+from metrics.functional.frame_boxes import FrameBoxes
+from metrics.functional.iou_blocks import Boxes, flatten, image_starts, padded_blocks, pair_iou
 from metrics.text_encoder import PhraseVocabulary, build_text_encoder, vocabulary_of
 
 SCORE_SOURCES = ("constant", "objectness")
@@ -47,250 +50,11 @@ IOU_KINDS = ("box", "mask")
 # pycocotools' Params: 101 recall points, area range "all" (a detection outside it is ignored).
 RECALL_THRESHOLDS = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1, endpoint=True)
 AREA_RANGE_ALL = (0.0 ** 2, 1e5 ** 2)
-_BLOCK_BUDGET = 1 << 21  # padded (frames x rows x cols) elements per block: bounds memory
-
-
-class GroundingInputError(ValueError):
-    """Ground truth or predictions are malformed; the message names the source, clip, frame and field."""
-
-
-@dataclass
-class FrameBoxes:
-    """The boxes of one frame of one clip: pixel ``xyxy`` ``(n, 4)``, one phrase per box, optional scores
-    and optional masks (one COCO RLE or ``None`` per box)."""
-
-    frame: int
-    boxes: np.ndarray
-    labels: list[str]
-    scores: np.ndarray | None = None
-    masks: list | None = None
-
-    def __post_init__(self) -> None:
-        where = f"frame {self.frame}"
-        if isinstance(self.frame, (bool, np.bool_)) or not float(self.frame).is_integer() or self.frame < 0:
-            raise GroundingInputError(f"{where}: 'frame' must be a non-negative integer source-frame index")
-        self.frame = int(self.frame)
-        boxes = np.asarray(self.boxes if len(self.boxes) else np.zeros((0, 4)), dtype=np.float64)
-        if boxes.ndim != 2 or boxes.shape[1] != 4:
-            raise GroundingInputError(f"{where}: 'boxes' must be a list of [x1, y1, x2, y2], got shape {boxes.shape}")
-        if not np.isfinite(boxes).all():
-            raise GroundingInputError(f"{where}: 'boxes' has a non-finite coordinate")
-        self.boxes = boxes
-        self.labels = [str(l) for l in self.labels]
-        if len(self.labels) != len(boxes):
-            raise GroundingInputError(f"{where}: {len(boxes)} boxes but {len(self.labels)} labels")
-        if self.scores is not None:
-            scores = np.asarray(self.scores, dtype=np.float64).reshape(-1)
-            if len(scores) != len(boxes):
-                raise GroundingInputError(f"{where}: {len(boxes)} boxes but {len(scores)} scores")
-            if not np.isfinite(scores).all():
-                raise GroundingInputError(f"{where}: 'scores' has a non-finite value")
-            self.scores = scores
-        if self.masks is not None:
-            self.masks = list(self.masks)
-            if len(self.masks) != len(boxes):
-                raise GroundingInputError(f"{where}: {len(boxes)} boxes but {len(self.masks)} masks")
-
-
-# ---------------------------------------------------------------- building the inputs
-
-def frames_from_record(record) -> list[FrameBoxes]:
-    """GT of one :class:`~formats.records.GroundedRecord`: every annotated frame, empty ones too (with
-    the record's masks when it has them)."""
-    masks = getattr(record, "masks", None) or [None] * len(record.bboxes)
-    return [FrameBoxes(int(f), b, list(l), None, m)
-            for f, b, l, m in zip(record.frame_indices, record.bboxes, record.labels, masks)]
-
-
-def ground_truth_from_records(records: Iterable) -> dict[str, list[FrameBoxes]]:
-    """``{record.key: frames}`` for :func:`evaluate_grounding`; duplicate keys are an error."""
-    out: dict[str, list[FrameBoxes]] = {}
-    for record in records:
-        if record.key in out:
-            raise GroundingInputError(f"ground truth: clip '{record.key}' appears twice")
-        out[record.key] = frames_from_record(record)
-    return out
-
-
-def frames_from_prediction(prediction: Mapping[str, Any], key: str = "?", source: str = "<memory>") -> list[FrameBoxes]:
-    """One clip of the prediction format: ``{"frames": [{"frame", "boxes", "labels", "scores"[, "masks"]}]}``."""
-    where = f"{source}, clip '{key}'"
-    if not isinstance(prediction, Mapping) or "frames" not in prediction:
-        raise GroundingInputError(f"{where}: expected a dict with a 'frames' list")
-    frames = prediction["frames"]
-    if not isinstance(frames, (list, tuple)):
-        raise GroundingInputError(f"{where}: 'frames' must be a list, got {type(frames).__name__}")
-    out = []
-    for i, frame in enumerate(frames):
-        if not isinstance(frame, Mapping) or "frame" not in frame:
-            raise GroundingInputError(f"{where}: frames[{i}] must be a dict with a 'frame' index")
-        try:
-            out.append(FrameBoxes(frame["frame"], frame.get("boxes", []), frame.get("labels", []), frame.get("scores"),
-                                  frame.get("masks")))
-        except (GroundingInputError, ValueError, TypeError) as err:
-            raise GroundingInputError(f"{where}: frames[{i}]: {err}") from None
-    return out
-
-
-def predictions_from_dict(data: Mapping[str, Mapping[str, Any]],
-                          source: str = "<memory>") -> dict[str, list[FrameBoxes]]:
-    """The whole prediction file ``{clip key: prediction}`` -> ``{clip key: frames}``."""
-    if not isinstance(data, Mapping):
-        raise GroundingInputError(f"{source}: expected a dict of clip key -> prediction, got {type(data).__name__}")
-    return {str(k): frames_from_prediction(v, str(k), source) for k, v in data.items()}
-
-
-# ---------------------------------------------------------------- flat tables
-
-@dataclass
-class _Boxes:
-    """All boxes of one side, sorted by image then by their order in the frame."""
-
-    image: np.ndarray   # (n,) image index
-    order: np.ndarray   # (n,) position in its frame's list
-    boxes: np.ndarray   # (n, 4) float64 xyxy
-    labels: np.ndarray | None  # (n,) phrase ids of the vocabulary (None when recall is not asked)
-    scores: np.ndarray | None
-    masks: np.ndarray | None = None  # (n,) object array of RLEs / None (only when IoU is mask IoU)
-
-
-def _frame_table(clips: Mapping[str, Sequence[FrameBoxes]], keys: Sequence[str], side: str,
-                 vocabulary: PhraseVocabulary | None, with_masks: bool = False):
-    """Per-frame (clip index, frame) arrays plus the concatenated boxes of ``keys``' clips."""
-    per_clip = [clips[key] for key in keys]
-    frames = list(itertools.chain.from_iterable(per_clip))
-    video = np.repeat(np.arange(len(keys), dtype=np.int64), np.fromiter(map(len, per_clip), np.int64, len(keys)))
-    frame = np.fromiter((f.frame for f in frames), dtype=np.int64, count=len(frames))
-    count = np.fromiter((len(f.labels) for f in frames), dtype=np.int64, count=len(frames))
-    boxes = np.concatenate([f.boxes for f in frames] + [np.zeros((0, 4))])
-    labels = None if vocabulary is None else vocabulary.ids(
-        itertools.chain.from_iterable(f.labels for f in frames), int(count.sum()))
-    if frames and any(f.scores is None for f in frames if len(f.labels)):
-        scores = None
-    else:
-        scores = np.concatenate([f.scores if f.scores is not None else np.zeros(0) for f in frames] + [np.zeros(0)])
-    masks = None
-    if with_masks:
-        masks = np.empty(int(count.sum()), dtype=object)
-        masks[:] = list(itertools.chain.from_iterable(f.masks if f.masks is not None else [None] * len(f.labels)
-                                                      for f in frames))
-    # A frame listed twice would make "order in the frame" ambiguous.
-    pair = video * (frame.max(initial=0) + 1) + frame
-    _, first, counts = np.unique(pair, return_index=True, return_counts=True)
-    if (counts > 1).any():
-        i = first[np.argmax(counts > 1)]
-        raise GroundingInputError(f"{side}: clip '{keys[video[i]]}' lists frame {frame[i]} more than once")
-    return video, frame, count, boxes, labels, scores, masks
-
-
-def _flatten(gt, pred, keys, need_scores: bool, vocabulary: PhraseVocabulary | None, with_masks: bool = False):
-    """Images = (clip, frame) pairs of both sides, numbered in (clip order, frame) order.
-
-    Returns ``(image_video, image_frame, gt boxes, predicted boxes)``."""
-    g_video, g_frame, g_count, g_boxes, g_labels, _, g_masks = _frame_table(gt, keys, "ground truth", vocabulary,
-                                                                            with_masks)
-    position = {k: v for v, k in enumerate(keys)}
-    present = [k for k in keys if k in pred]
-    p_map = np.asarray([position[k] for k in present], dtype=np.int64)
-    p_video, p_frame, p_count, p_boxes, p_labels, p_scores, p_masks = _frame_table(pred, present, "predictions",
-                                                                                   vocabulary, with_masks)
-    p_video = p_map[p_video] if len(p_video) else p_video
-    if need_scores and p_scores is None:
-        raise GroundingInputError("predictions: score_source='objectness' needs 'scores' for every frame with boxes")
-
-    stride = max(g_frame.max(initial=0), p_frame.max(initial=0)) + 1
-    image_key, inverse = np.unique(np.concatenate([g_video * stride + g_frame, p_video * stride + p_frame]),
-                                   return_inverse=True)
-    image_video, image_frame = image_key // stride, image_key % stride
-    g_img_of_frame, p_img_of_frame = inverse[:len(g_frame)], inverse[len(g_frame):]
-
-    def boxes_of(img_of_frame, count, boxes, labels, scores, masks):
-        image = np.repeat(img_of_frame, count)
-        order = np.arange(len(image)) - np.repeat(np.cumsum(count) - count, count)
-        sort = np.lexsort((order, image))  # frames of a clip may come in any order
-        return _Boxes(image[sort], order[sort], boxes[sort], None if labels is None else labels[sort],
-                      None if scores is None else scores[sort], None if masks is None else masks[sort])
-
-    return (image_video, image_frame, boxes_of(g_img_of_frame, g_count, g_boxes, g_labels, None, g_masks),
-            boxes_of(p_img_of_frame, p_count, p_boxes, p_labels, p_scores, p_masks))
-
-
-def _starts(image: np.ndarray, n_images: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per image: index of its first item in ``image``-sorted arrays, and its item count."""
-    count = np.bincount(image, minlength=n_images)
-    return np.cumsum(count) - count, count
-
-
-def _padded_blocks(images: np.ndarray, row_start, row_count, col_start, col_count) -> Iterator:
-    """Padded index blocks ``(images (n,), rows (n, R), cols (n, C))`` with -1 padding.
-
-    Images are bucketed by the bit length of their row and column counts, so padding wastes at
-    most 4x, and chunked so a block's ``n * R * C`` stays within the budget.
-    """
-    if len(images) == 0:
-        return
-    bucket = np.frexp(row_count[images].astype(np.float64))[1] * 64 + np.frexp(col_count[images].astype(np.float64))[1]
-    order = np.argsort(bucket, kind="stable")
-    for group in np.split(images[order], np.flatnonzero(np.diff(bucket[order])) + 1):
-        rows, cols = int(row_count[group].max()), int(col_count[group].max())
-        step = max(1, _BLOCK_BUDGET // (rows * cols))
-        for s in range(0, len(group), step):
-            chunk = group[s:s + step]
-            r, c = np.arange(rows), np.arange(cols)
-            row_idx = np.where(r < row_count[chunk, None], row_start[chunk, None] + r, -1)
-            col_idx = np.where(c < col_count[chunk, None], col_start[chunk, None] + c, -1)
-            yield chunk, row_idx, col_idx
-
-
-def _block_iou(row_idx: np.ndarray, col_idx: np.ndarray, row_boxes: np.ndarray, col_boxes: np.ndarray) -> np.ndarray:
-    """IoU ``(n, R, C)`` in float64 (as pycocotools); -1 on padding so it never wins a max.
-
-    The operations of :func:`core.box_ops.box_iou` in the same order, in numpy: small blocks by the
-    thousand cost less without torch's per-call dispatch.
-    """
-    a = row_boxes[np.maximum(row_idx, 0)][:, :, None, :]
-    b = col_boxes[np.maximum(col_idx, 0)][:, None, :, :]
-    wh = np.maximum(np.minimum(a[..., 2:], b[..., 2:]) - np.maximum(a[..., :2], b[..., :2]), 0)
-    inter = wh[..., 0] * wh[..., 1]
-
-    def area(box):
-        return np.maximum(box[..., 2] - box[..., 0], 0) * np.maximum(box[..., 3] - box[..., 1], 0)
-
-    union = area(a) + area(b) - inter
-    with np.errstate(divide="ignore", invalid="ignore"):
-        iou = np.where(union > 0, inter / np.maximum(union, np.finfo(np.float64).tiny), 0.0)
-    return np.where((row_idx >= 0)[:, :, None] & (col_idx >= 0)[:, None, :], iou, -1.0)
-
-
-def _block_mask_iou(row_idx: np.ndarray, col_idx: np.ndarray, row_masks: np.ndarray,
-                    col_masks: np.ndarray) -> np.ndarray:
-    """:func:`_block_iou` for masks: IoU ``(n, R, C)`` of the RLEs, 0 where either side has no mask,
-    -1 on padding. pycocotools computes each frame's matrix on the runs (no decoding); the loop runs
-    over the frames where both sides hold a mask."""
-    rows_ok, cols_ok = row_idx >= 0, col_idx >= 0
-    out = np.where(rows_ok[:, :, None] & cols_ok[:, None, :], 0.0, -1.0)
-    has_row = np.zeros(row_idx.shape, dtype=bool)
-    has_col = np.zeros(col_idx.shape, dtype=bool)
-    has_row[rows_ok] = [m is not None for m in row_masks[row_idx[rows_ok]]]
-    has_col[cols_ok] = [m is not None for m in col_masks[col_idx[cols_ok]]]
-    for i in np.flatnonzero(has_row.any(1) & has_col.any(1)):
-        r, c = np.flatnonzero(has_row[i]), np.flatnonzero(has_col[i])
-        out[i, r[:, None], c[None, :]] = mask_iou_matrix(list(row_masks[row_idx[i, r]]),
-                                                          list(col_masks[col_idx[i, c]]))
-    return out
-
-
-def _pair_iou(row_idx, col_idx, rows: _Boxes, cols: _Boxes, row_sel=None, col_sel=None) -> np.ndarray:
-    """Box IoU, or mask IoU when both sides carry masks (``row_sel``/``col_sel`` re-index ``cols``)."""
-    col_boxes = cols.boxes if col_sel is None else cols.boxes[col_sel]
-    if rows.masks is None:
-        return _block_iou(row_idx, col_idx, rows.boxes, col_boxes)
-    return _block_mask_iou(row_idx, col_idx, rows.masks, cols.masks if col_sel is None else cols.masks[col_sel])
 
 
 # ---------------------------------------------------------------- AP50
 
-def _match_detections(gt: _Boxes, det_image, pred: _Boxes, keep: np.ndarray, n_images: int,
+def _match_detections(gt: Boxes, det_image, pred: Boxes, keep: np.ndarray, n_images: int,
                       iou_threshold: float) -> np.ndarray:
     """COCOeval's per-image greedy matching; ``det_*`` sorted by (image, rank). Returns TP flags.
 
@@ -298,12 +62,12 @@ def _match_detections(gt: _Boxes, det_image, pred: _Boxes, keep: np.ndarray, n_i
     the LAST such GT wins (COCOeval replaces its candidate when ``iou >= best``).
     """
     threshold = min(iou_threshold, 1 - 1e-10)
-    g_start, g_count = _starts(gt.image, n_images)
-    d_start, d_count = _starts(det_image, n_images)
+    g_start, g_count = image_starts(gt.image, n_images)
+    d_start, d_count = image_starts(det_image, n_images)
     tp = np.zeros(len(det_image), dtype=bool)
     both = np.flatnonzero((g_count > 0) & (d_count > 0))
-    for _, g_idx, d_idx in _padded_blocks(both, g_start, g_count, d_start, d_count):
-        iou = _pair_iou(g_idx, d_idx, gt, pred, col_sel=keep)  # (n, G, D)
+    for _, g_idx, d_idx in padded_blocks(both, g_start, g_count, d_start, d_count):
+        iou = pair_iou(g_idx, d_idx, gt, pred, col_sel=keep)  # (n, G, D)
         matched = g_idx < 0  # padding counts as taken
         rows = np.arange(len(g_idx))
         for rank in range(d_idx.shape[1]):
@@ -324,7 +88,7 @@ def _grouped_average_precision(group, score, image, rank, tp, n_gt: np.ndarray) 
     n_groups, n_thr = len(n_gt), len(RECALL_THRESHOLDS)
     sort = np.lexsort((rank, image, -score, group))
     group, tp = group[sort], tp[sort].astype(np.float64)
-    start, count = _starts(group, n_groups)
+    start, count = image_starts(group, n_groups)
     csum_tp = np.concatenate([[0.0], np.cumsum(tp)])
     csum_fp = np.concatenate([[0.0], np.cumsum(1.0 - tp)])
     first = start[group]
@@ -352,12 +116,12 @@ def _grouped_average_precision(group, score, image, rank, tp, n_gt: np.ndarray) 
     return np.where(n_gt > 0, ap, np.nan)
 
 
-def _detections(gt: _Boxes, pred: _Boxes, n_images: int, score_source, iou_threshold, max_dets):
+def _detections(gt: Boxes, pred: Boxes, n_images: int, score_source, iou_threshold, max_dets):
     """COCOeval's counted detections: ``(image, rank in image, score, matched)`` arrays."""
     score = np.ones(len(pred.image)) if score_source == "constant" else pred.scores
     # Per image: highest score first (ties keep the frame's order), only the first max_dets count.
     by_rank = np.lexsort((pred.order, -score, pred.image))
-    start, _ = _starts(pred.image, n_images)
+    start, _ = image_starts(pred.image, n_images)
     image = pred.image[by_rank]
     rank = np.arange(len(image)) - start[image]
     keep = by_rank[rank < max_dets]
@@ -379,7 +143,7 @@ def _detections(gt: _Boxes, pred: _Boxes, n_images: int, score_source, iou_thres
 
 # ---------------------------------------------------------------- mIoU and recall
 
-def _greedy_pairs(gt: _Boxes, pred: _Boxes, n_images: int, rules: Sequence) -> list[tuple[np.ndarray, np.ndarray]]:
+def _greedy_pairs(gt: Boxes, pred: Boxes, n_images: int, rules: Sequence) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per image: repeatedly take the remaining (GT, prediction) pair of highest IoU while a rule accepts.
 
     Each rule ``accept(iou, gt_index, pred_index)`` (flat indices, one entry per still-active frame)
@@ -387,12 +151,12 @@ def _greedy_pairs(gt: _Boxes, pred: _Boxes, n_images: int, rules: Sequence) -> l
     IoU blocks. Returns per rule and image the number of accepted pairs and the sum of their IoUs.
     Ties pick the first pair in (GT, prediction) order.
     """
-    g_start, g_count = _starts(gt.image, n_images)
-    p_start, p_count = _starts(pred.image, n_images)
+    g_start, g_count = image_starts(gt.image, n_images)
+    p_start, p_count = image_starts(pred.image, n_images)
     out = [(np.zeros(n_images, dtype=np.int64), np.zeros(n_images, dtype=np.float64)) for _ in rules]
     both = np.flatnonzero((g_count > 0) & (p_count > 0))
-    for images, g_idx, p_idx in _padded_blocks(both, g_start, g_count, p_start, p_count):
-        block_iou = _pair_iou(g_idx, p_idx, gt, pred)  # (n, G, P), -1 on padding
+    for images, g_idx, p_idx in padded_blocks(both, g_start, g_count, p_start, p_count):
+        block_iou = pair_iou(g_idx, p_idx, gt, pred)  # (n, G, P), -1 on padding
         cols = block_iou.shape[2]
         for accept, (n_pairs, iou_sum) in zip(rules, out):
             iou = block_iou.copy() if len(rules) > 1 else block_iou
@@ -536,7 +300,7 @@ def grounding_update(gt: Mapping[str, Sequence[FrameBoxes]], pred: Mapping[str, 
         text_encoder = resolve_text_encoder(text_encoder)
         vocabulary = vocabulary if vocabulary is not None else vocabulary_of(text_encoder)
     need_scores = "AP50" in settings.metrics and settings.score_source == "objectness"
-    image_video, image_frame, gt_boxes, pred_boxes = _flatten(gt, pred, keys, need_scores,
+    image_video, image_frame, gt_boxes, pred_boxes = flatten(gt, pred, keys, need_scores,
                                                               vocabulary if recall else None,
                                                               settings.iou_kind == "mask")
     n_images, n_videos = len(image_video), len(keys)

@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from metrics.functional.grounding import frames_from_prediction
+from metrics.functional.frame_boxes import frames_from_prediction
 from metrics.text_encoder import encode_unique
 
 IOU_THRESHOLD = 0.5

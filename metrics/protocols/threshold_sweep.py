@@ -22,7 +22,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from metrics.evaluator.prediction_validation import OffGridReport, place_on_grid
-from metrics.functional.grounding import FrameBoxes, evaluate_grounding, frames_from_prediction, frames_from_record
+from metrics.functional.frame_boxes import FrameBoxes, frames_from_prediction, frames_from_record
+from metrics.functional.grounding import evaluate_grounding
 
 DEFAULT_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 PLOTTED = ("AP50", "recall")

@@ -33,7 +33,7 @@ import torch
 
 from formats.frame_grids import MAX_FRAMES, SAMPLE_FPS, tubedetr_frame_grid
 from metrics.evaluator.prediction_set import PredictionSetMetric
-from metrics.functional.grounding import frames_from_prediction
+from metrics.functional.frame_boxes import frames_from_prediction
 from metrics.protocols.vidstg_annotations import VidSTGSentence
 
 SENTENCE_TYPES = ("declarative", "interrogative")

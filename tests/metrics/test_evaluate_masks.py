@@ -13,13 +13,9 @@ from formats.mask_rle import encode_masks
 from formats.records import write_records_json
 from metrics.evaluator.evaluation import evaluate_files, evaluate_predictions, filter_by_objectness
 from metrics.evaluator.prediction_validation import InvalidPredictionError
+from metrics.functional.frame_boxes import GroundingInputError, frames_from_record, predictions_from_dict
 from metrics.functional.gcg_masks import GCGImage, gcg_mask_miou, gcg_mask_recall
-from metrics.functional.grounding import (
-    GroundingInputError,
-    evaluate_grounding,
-    frames_from_record,
-    predictions_from_dict,
-)
+from metrics.functional.grounding import evaluate_grounding
 from tests.fixtures.metric_records import random_dataset
 from tests.metrics.test_evaluate import valid_predictions
 

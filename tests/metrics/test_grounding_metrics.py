@@ -12,14 +12,14 @@ import torch
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from metrics.functional.grounding import (
+from metrics.functional.frame_boxes import (
     FrameBoxes,
     GroundingInputError,
-    evaluate_grounding,
     frames_from_record,
     ground_truth_from_records,
     predictions_from_dict,
 )
+from metrics.functional.grounding import evaluate_grounding
 from metrics.text_encoder import ExactMatchEncoder
 
 EXACT = ExactMatchEncoder()

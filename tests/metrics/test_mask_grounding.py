@@ -13,7 +13,8 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
 from formats.mask_rle import decode_masks, encode_masks
-from metrics.functional.grounding import FrameBoxes, GroundingInputError, evaluate_grounding
+from metrics.functional.frame_boxes import FrameBoxes, GroundingInputError
+from metrics.functional.grounding import evaluate_grounding
 from metrics.text_encoder import ExactMatchEncoder
 
 EXACT = ExactMatchEncoder()

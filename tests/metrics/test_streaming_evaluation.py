@@ -11,7 +11,8 @@ from formats.predictions import iter_prediction_file
 from formats.records import write_records_json
 from metrics.commands.evaluate import evaluate_files, main
 from metrics.evaluator.evaluation import batched
-from metrics.functional.grounding import GroundingAccumulator, GroundingInputError, evaluate_grounding
+from metrics.functional.frame_boxes import GroundingInputError
+from metrics.functional.grounding import GroundingAccumulator, evaluate_grounding
 from tests.fixtures.metric_records import random_dataset
 from tests.metrics.test_grounding_metrics import random_case
 

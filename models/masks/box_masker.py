@@ -12,19 +12,42 @@ and answers an ``N x P`` nested list: the RLE of the mask of each kept box, ``No
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
 from formats.mask_rle import RLE, encode_masks
+from models.masks.sam2_builder import resolve_device
 
 
 class BoxMasker:
     """Base of the box-prompted maskers (a config's ``model.init_args.masks.class_path`` names a subclass).
-    Subclasses set ``requested_device`` (as configured), ``device`` (resolved) and ``_model`` (built lazily)."""
+
+    Holds what every masker is configured with (its weights, the mask logit threshold, the device as
+    configured and as resolved, the random weights' seed) and its model, built on first use by the
+    subclass's :meth:`build_model`.
+    """
 
     requested_device: str = "auto"
     device: torch.device = torch.device("cpu")
     _model = None
+
+    def __init__(self, checkpoint: str | Path | None, mask_threshold: float, device: str, seed: int):
+        self.checkpoint = checkpoint
+        self.mask_threshold, self.seed = float(mask_threshold), int(seed)
+        self.requested_device, self.device = str(device), resolve_device(device)
+        self._model = None
+
+    def build_model(self):
+        """The masker's model on ``self.device`` (from ``self.checkpoint``, or random from ``self.seed``)."""
+        raise NotImplementedError
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = self.build_model()
+        return self._model
 
     def follow(self, device: torch.device | str) -> None:
         """With ``device="auto"``, run where GROVE runs (each rank's own GPU under DDP)."""
@@ -37,6 +60,13 @@ class BoxMasker:
     def __call__(self, frames: np.ndarray, boxes: np.ndarray, keep: np.ndarray,
                  scores: np.ndarray) -> list[list[RLE | None]]:
         raise NotImplementedError
+
+
+def frames_per_batch_of(frames_per_batch: int) -> int:
+    """``model.masks.frames_per_batch`` checked: frames encoded together, at least one."""
+    if int(frames_per_batch) < 1:
+        raise ValueError(f"model.masks.frames_per_batch must be >= 1, got {frames_per_batch}")
+    return int(frames_per_batch)
 
 
 def check_clip_inputs(frames: np.ndarray, boxes: np.ndarray, keep: np.ndarray, scores: np.ndarray) -> None:
@@ -85,4 +115,5 @@ def paired_box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
 
 
-__all__ = ["BoxMasker", "check_clip_inputs", "empty_answer", "fill_frame", "paired_box_iou", "tight_boxes_torch"]
+__all__ = ["BoxMasker", "check_clip_inputs", "empty_answer", "fill_frame", "frames_per_batch_of", "paired_box_iou",
+           "tight_boxes_torch"]

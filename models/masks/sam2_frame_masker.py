@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from formats.mask_rle import RLE
-from models.masks.box_masker import BoxMasker, check_clip_inputs, empty_answer, fill_frame
-from models.masks.sam2_builder import build_sam2_video_predictor, resolve_device, sam2_images
+from models.masks.box_masker import BoxMasker, check_clip_inputs, empty_answer, fill_frame, frames_per_batch_of
+from models.masks.sam2_builder import build_sam2_video_predictor, sam2_images
 
 
 class SAM2FrameMasker(BoxMasker):
@@ -29,19 +29,11 @@ class SAM2FrameMasker(BoxMasker):
 
     def __init__(self, model_config: str | Path, checkpoint: str | Path | None = None, mask_threshold: float = 0.0,
                  frames_per_batch: int = 8, device: str = "auto", seed: int = 0):
-        if int(frames_per_batch) < 1:
-            raise ValueError(f"model.masks.frames_per_batch must be >= 1, got {frames_per_batch}")
-        self.model_config, self.checkpoint = model_config, checkpoint
-        self.mask_threshold, self.frames_per_batch, self.seed = float(mask_threshold), int(frames_per_batch), int(seed)
-        self.requested_device, self.device = str(device), resolve_device(device)
-        self._model = None
+        super().__init__(checkpoint, mask_threshold, device, seed)
+        self.model_config, self.frames_per_batch = model_config, frames_per_batch_of(frames_per_batch)
 
-    @property
-    def model(self):
-        if self._model is None:
-            self._model = build_sam2_video_predictor(self.model_config, self.checkpoint, self.device, self.seed,
-                                                     key="model.masks")
-        return self._model
+    def build_model(self):
+        return build_sam2_video_predictor(self.model_config, self.checkpoint, self.device, self.seed, key="model.masks")
 
     @torch.inference_mode()
     def __call__(self, frames: np.ndarray, boxes: np.ndarray, keep: np.ndarray,

@@ -22,7 +22,7 @@ from models.masks.box_masker import (
     paired_box_iou,
     tight_boxes_torch,
 )
-from models.masks.sam2_builder import build_sam2_video_predictor, resolve_device, sam2_video_state
+from models.masks.sam2_builder import build_sam2_video_predictor, sam2_video_state
 
 
 class SAM2VideoMasker(BoxMasker):
@@ -50,20 +50,14 @@ class SAM2VideoMasker(BoxMasker):
             raise ValueError(f"model.masks.reprompt_rounds must be >= 0, got {reprompt_rounds}")
         if int(max_reprompts) < 1:
             raise ValueError(f"model.masks.max_reprompts must be >= 1, got {max_reprompts}")
+        super().__init__(checkpoint, mask_threshold, device, seed)
         self.max_reprompts = int(max_reprompts)
-        self.model_config, self.checkpoint = model_config, checkpoint
+        self.model_config = model_config
         self.reprompt_iou, self.reprompt_rounds = float(reprompt_iou), int(reprompt_rounds)
-        self.mask_threshold, self.seed = float(mask_threshold), int(seed)
-        self.requested_device, self.device = str(device), resolve_device(device)
-        self._model = None
         self.prompted: list[np.ndarray] = []  # (N, P) bool per round of the last clip: where boxes prompted SAM 2
 
-    @property
-    def model(self):
-        if self._model is None:
-            self._model = build_sam2_video_predictor(self.model_config, self.checkpoint, self.device, self.seed,
-                                                     key="model.masks")
-        return self._model
+    def build_model(self):
+        return build_sam2_video_predictor(self.model_config, self.checkpoint, self.device, self.seed, key="model.masks")
 
     @torch.inference_mode()
     def __call__(self, frames: np.ndarray, boxes: np.ndarray, keep: np.ndarray,

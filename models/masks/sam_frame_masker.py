@@ -16,8 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from formats.mask_rle import RLE
-from models.masks.box_masker import BoxMasker, check_clip_inputs, empty_answer, fill_frame
-from models.masks.sam2_builder import resolve_device
+from models.masks.box_masker import BoxMasker, check_clip_inputs, empty_answer, fill_frame, frames_per_batch_of
 
 # the released image encoders (the SAM paper, appendix: ViT-H/L/B)
 SAM_SIZES = {
@@ -87,18 +86,11 @@ class SAMFrameMasker(BoxMasker):
 
     def __init__(self, encoder: str | dict = "vit_h", checkpoint: str | Path | None = None,
                  mask_threshold: float = 0.0, frames_per_batch: int = 4, device: str = "auto", seed: int = 0):
-        if int(frames_per_batch) < 1:
-            raise ValueError(f"model.masks.frames_per_batch must be >= 1, got {frames_per_batch}")
-        self.encoder, self.checkpoint = encoder, checkpoint
-        self.mask_threshold, self.frames_per_batch, self.seed = float(mask_threshold), int(frames_per_batch), int(seed)
-        self.requested_device, self.device = str(device), resolve_device(device)
-        self._model = None
+        super().__init__(checkpoint, mask_threshold, device, seed)
+        self.encoder, self.frames_per_batch = encoder, frames_per_batch_of(frames_per_batch)
 
-    @property
-    def model(self):
-        if self._model is None:
-            self._model = build_sam(self.encoder, self.checkpoint, self.device, self.seed)
-        return self._model
+    def build_model(self):
+        return build_sam(self.encoder, self.checkpoint, self.device, self.seed)
 
     @torch.inference_mode()
     def __call__(self, frames: np.ndarray, boxes: np.ndarray, keep: np.ndarray,

@@ -28,6 +28,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) .ci/import_cycles.py
+	$(PY) .ci/house_rules.py
 
 bench: setup
 	for f in bench/bench_*.py; do $(PY) $$f || exit 1; done

@@ -21,25 +21,22 @@ import core  # noqa: F401
 import argparse
 import copy
 import statistics
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from models.grove import Grove  # noqa: E402
-from models.grove.configuration import read_stacked_yaml, tiny_configs  # noqa: E402
-from models.grove.quantization import (  # noqa: E402
+from models.grove import Grove
+from models.grove.configuration import read_stacked_yaml, tiny_configs
+from models.grove.quantization import (
     quantizable_linears,
     quantize_weights,
     quantized_weight_bytes,
     weight_bytes,
 )
 
+ROOT = Path(__file__).resolve().parent.parent
 CAPTION = ["a <p> red shape </p> [DET] near <p> a blue circle </p> [DET] and <p> a wall </p> [DET]"]
 NEW_TOKENS = 12
 

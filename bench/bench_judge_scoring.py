@@ -2,7 +2,7 @@
 
 ``python bench/bench_judge_scoring.py [--pairs 48] [--batch-size 8] [--threads 1]``: the judge is
 built exactly as configs/judge_demo.yaml builds it, with a trained checkpoint's weights when
-``--ckpt_path`` is given (random weights answer in fewer tokens, so they score faster than a trained
+``--ckpt-path`` is given (random weights answer in fewer tokens, so they score faster than a trained
 judge that writes its whole explanation); the clips are synthetic (generated once into a temporary folder). Reports
 the throughput of :func:`judge.application.scoring.score_pairs` (decoding, prompting, greedy
 generation of up to the config's ``max_new_tokens``, parsing, writing), after one untimed batch.
@@ -34,7 +34,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--clips", type=int, default=12)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--ckpt_path", default=None, help="a trained judge of the config (default: random weights)")
+    parser.add_argument("--ckpt-path", default=None, help="a trained judge of the config (default: random weights)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     loaded = load_judge(args.config, ckpt_path=args.ckpt_path, overrides=["--model.init_args.vision_checkpoint=null"])

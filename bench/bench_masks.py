@@ -3,7 +3,7 @@ ways, propagate again) against the frame-by-frame mode, for 1..P phrases on a cl
 encoding included. The tiny random SAM 2 by default (CPU plumbing cost); name a real model to measure it.
 
     PYTHONPATH=. .venv/bin/python bench/bench_masks.py [--frames 40] [--height 360 --width 640] [--phrases 1 2 4]
-        [--model_config configs/sam2.1/sam2.1_hiera_l.yaml --checkpoint sam2.1_hiera_large.pt --device cuda]
+        [--model-config configs/sam2.1/sam2.1_hiera_l.yaml --checkpoint sam2.1_hiera_large.pt --device cuda]
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--height", type=int, default=128)
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--phrases", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--model_config", default="configs/annotation/models/sam2_tiny_random.yaml")
+    parser.add_argument("--model-config", default="configs/annotation/models/sam2_tiny_random.yaml")
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--repeats", type=int, default=3)

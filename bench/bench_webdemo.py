@@ -5,10 +5,10 @@ caption appearing in the page (upload, decoding, caption generation, grounding o
 frames, drawing the annotated MP4, page update); the server's own prediction time is read from
 the status line.
 
-    PYTHONPATH=. .venv/bin/python bench/bench_webdemo.py [--ckpt_path CKPT] [--repeats 3] [--screenshot PNG]
+    PYTHONPATH=. .venv/bin/python bench/bench_webdemo.py [--ckpt-path CKPT] [--repeats 3] [--screenshot PNG]
         [--key=value ...]
 
-Without ``--ckpt_path`` it takes the newest best checkpoint of ``make demo`` (runs/demo/), else a
+Without ``--ckpt-path`` it takes the newest best checkpoint of ``make demo`` (runs/demo/), else a
 randomly initialised demo-size model with random towers (said in the output).
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ def random_checkpoint(config: str, folder: Path, overrides: list[str]) -> Path:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(ROOT / "configs" / "demo.yaml"))
-    parser.add_argument("--ckpt_path", default=None)
+    parser.add_argument("--ckpt-path", default=None)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--screenshot", default=None, help="save a PNG of the last result page here")
     args, overrides = parser.parse_known_args(argv)

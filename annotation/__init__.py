@@ -11,4 +11,4 @@ and its backends), :mod:`annotation.llm` (the chat model of Stages 2-3), :mod:`a
 :mod:`~annotation.config`, :mod:`~annotation.clips` (with :mod:`~annotation.howtocaption`),
 :mod:`~annotation.outcomes`, :mod:`~annotation.output` and :mod:`~annotation.report`.
 """
-import core  # noqa: F401  (the torchvision shim, and old module paths of moved modules keep importing)
+import core  # noqa: F401  (the torchvision shim must run before anything imports torchvision)

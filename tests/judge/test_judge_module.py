@@ -43,7 +43,7 @@ def test_judge_fits_and_tests_through_the_cli(tmp_path):
         "data": {"class_path": "judge.data.datamodule.JudgeDataModule",
                  "init_args": {"synthetic": {"num_train": 6, "num_val": 2, "num_test": 3, "workers": 1},
                                "synthetic_root": str(tmp_path / "synthetic"),
-                               **{f"{s}_file": str(tmp_path / f"{s}.jsonl") for s in ("train", "val", "test")},
+                               **{f"{s}_annotations": str(tmp_path / f"{s}.jsonl") for s in ("train", "val", "test")},
                                "generate_from": {s: str(tmp_path / "synthetic" / "annotations" / f"{s}.json")
                                                  for s in ("train", "val", "test")},
                                "generator": {"in_domain": "require", "max_climb": 4, "balance": False},

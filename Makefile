@@ -16,7 +16,7 @@ webdemo: setup
 	@ckpt=$$(ls -t runs/demo/version_*/checkpoints/best-*.ckpt 2>/dev/null | head -1); \
 	if [ -z "$$ckpt" ]; then echo "make webdemo: no demo checkpoint in runs/demo/; run make demo first"; exit 1; fi; \
 	echo "web demo of $$ckpt"; \
-	$(PY) -m webdemo --config configs/demo.yaml --ckpt-path "$$ckpt"
+	$(VENV)/bin/grove webdemo --config configs/demo.yaml --ckpt-path "$$ckpt"
 
 test: setup
 	$(PY) -m pytest -q

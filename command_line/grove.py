@@ -2,8 +2,8 @@
 ``[project.scripts]``, installed by ``make setup``).
 
 Each verb runs a command's own ``main`` (its options are that command's: ``grove VERB --help``)
-inside :func:`core.user_errors.run_command`, so bad input ends in one ``error:`` line. The
-``python cli.py ...`` and ``python -m PACKAGE ...`` spellings run the same functions.
+inside :func:`core.user_errors.run_command`, so bad input ends in one ``error:`` line.
+``python cli.py fit|validate|test|predict`` runs the same function as the training verbs.
 """
 from __future__ import annotations
 

@@ -72,7 +72,8 @@ def command(verb: str) -> Callable[[list[str]], Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``grove VERB ...``; 0 when the verb's command returns (its errors exit on their own)."""
+    """Run ``grove VERB ...``: the exit status a verb's command returns (a check that fails returns 1),
+    else 0 (its errors exit on their own)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
@@ -81,5 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     if verb not in VERBS:
         print(f"{usage()}\ngrove: error: unknown verb {verb!r} (choose from {', '.join(VERBS)})", file=sys.stderr)
         raise SystemExit(2)
-    run_command(command(verb), rest)
-    return 0
+    result = run_command(command(verb), rest)
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

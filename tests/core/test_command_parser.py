@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("agreement", "annotation", "callbacks", "command_line", "core", "datamodules", "experiments", "formats",
-            "glamm", "judge", "lightning_modules", "longvideo", "metrics", "models", "scripts", "sweeps",
+            "glamm", "judge", "lightning_modules", "longvideo", "metrics", "models", "sizing", "sweeps",
             "webdemo")
 
 

@@ -99,7 +99,6 @@ def test_generation_returns_one_mask_per_phrase(model, frames):
 
 
 def test_caption_command_prints_and_draws(folder, frames, tmp_path, capsys):
-    import importlib.util
 
     from PIL import Image
 
@@ -107,9 +106,8 @@ def test_caption_command_prints_and_draws(folder, frames, tmp_path, capsys):
 
     Image.fromarray(frames[0]).save(tmp_path / "frame.png")
     write_video(tmp_path / "clip.mp4", np.repeat(frames[1:], 5, axis=0), fps=5.0)
-    spec = importlib.util.spec_from_file_location("glamm_script", ROOT / "scripts" / "glamm.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    from glamm import commands as script
+
     out = tmp_path / "drawn"
     assert script.main(["caption", "--folder", str(folder), "--config", str(TINY), "--max-new-tokens", "4",
                         "--out", str(out), "--device", "cpu", str(tmp_path / "frame.png"),

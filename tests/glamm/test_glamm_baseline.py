@@ -2,7 +2,6 @@
 GLaMM (released layout, built here), in the prediction format, scored by ``grove evaluate``."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -26,10 +25,9 @@ def data(tmp_path_factory):
 
 
 def _script(*argv: str) -> int:
-    spec = importlib.util.spec_from_file_location("glamm_script", ROOT / "scripts" / "glamm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(list(argv))
+    from glamm.commands import main
+
+    return main(list(argv))
 
 
 @pytest.mark.parametrize("level", ["frame", "video"])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from core.weights import read_weights
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -21,15 +20,13 @@ from tests.fixtures.official_glamm_state import glamm_key_list, glamm_state_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = [ROOT / "configs" / "official" / "glamm_tiny.yaml"]
-SCRIPT = ROOT / "scripts" / "glamm.py"
 TOKENIZER = ROOT.parent / "shared" / "llama_tokenizer" / "glamm"
 
 
 def _script_main(*argv: str) -> int:
-    spec = importlib.util.spec_from_file_location("glamm_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(list(argv))
+    from glamm.commands import main
+
+    return main(list(argv))
 
 
 @pytest.fixture(scope="module")

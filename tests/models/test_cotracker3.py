@@ -42,8 +42,8 @@ def test_checkpoint_check_load_and_a_wrong_file(tmp_path):
     state.pop("corr_mlp.fc2.bias")
     state["extra.weight"] = torch.zeros(2)
     torch.save(state, tmp_path / "wrong.pth")
-    script = ROOT / "scripts" / "convert_official_cotracker3.py"
-    run = subprocess.run([sys.executable, str(script), str(tmp_path / "wrong.pth"), "--check"], capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "command_line.grove", "convert-cotracker3", str(tmp_path / "wrong.pth"),
+                          "--check"], capture_output=True,
                          text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 1
     assert "UNACCOUNTED  extra.weight" in run.stdout and "MISSING" in run.stdout and "corr_mlp.fc2.bias" in run.stdout

@@ -17,7 +17,6 @@ from tests.fixtures.official_grove_state import official_state_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "configs" / "official" / "tiny.yaml"
-CONVERTER = ROOT / "scripts" / "convert_official_grove.py"
 # the tiny official model's config.json as GroveConfig.save_pretrained writes it, with a threshold,
 # an rms_norm_eps and a number of frames that differ from configs/official/tiny.yaml (0.5, 1e-5, 8)
 HUB_CONFIG = {
@@ -36,12 +35,9 @@ HUB_PREPROCESSOR = {"processor_class": "GroveProcessor", "vision_tower": "tiny/c
 
 
 def _convert_main(*argv: str) -> int:
-    import importlib.util
+    from command_line.convert_official_grove import main
 
-    spec = importlib.util.spec_from_file_location("convert_official_grove", CONVERTER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(list(argv))
+    return main(list(argv))
 
 
 def _hub_folder(path: Path, config: dict = HUB_CONFIG) -> Path:
@@ -168,7 +164,7 @@ def test_an_override_lets_the_yaml_win_with_a_warning(hub, tmp_path, capsys):
 def test_loading_the_hub_folder_directly_says_to_convert_it(hub):
     from models.grove import Grove
 
-    with pytest.raises(ValueError, match="official inference package.*convert_official_grove.py"):
+    with pytest.raises(ValueError, match="official inference package.*grove convert-grove"):
         Grove.from_pretrained(hub)
 
 
@@ -194,4 +190,4 @@ def test_cli_given_a_hub_folder_names_the_converter(hub):
 
     with pytest.raises(ValueError, match="hub folder of the official GROVE package") as err:
         exported_module(hub)
-    assert f"convert_official_grove.py {hub} " in str(err.value) and "--export" in str(err.value)
+    assert f"grove convert-grove {hub} " in str(err.value) and "--export" in str(err.value)

@@ -29,16 +29,12 @@ from tests.fixtures.official_grove_state import official_state_dict, save_offici
 ROOT = Path(__file__).resolve().parents[2]
 TINY = [ROOT / "configs" / "official" / "tiny.yaml"]
 REAL = [ROOT / "configs" / "official" / "grove.yaml"]
-CONVERTER = ROOT / "scripts" / "convert_official_grove.py"
 
 
 def _convert_main(*argv: str) -> int:
-    import importlib.util
+    from command_line.convert_official_grove import main
 
-    spec = importlib.util.spec_from_file_location("convert_official_grove", CONVERTER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(list(argv))
+    return main(list(argv))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ grid frame with PIL into an RGBA overlay, which is then alpha-blended onto all t
 covers at once; frames are decoded and encoded in chunks, so any length fits in memory.
 
 The drawing itself lives in :mod:`core.drawing`, shared with the TensorBoard clips and the web demo;
-the encoding is :class:`formats.video.VideoWriter`.
+the encoding is :class:`formats.video_writer.VideoWriter`.
 """
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ import numpy as np
 
 from callbacks.prediction_writer import PredictionWriter, run_dir
 from formats.mask_rle import decode_masks
-from formats.video import VideoDecodeError, VideoWriter, open_video
+from formats.video_files import open_video
+from formats.video_reader import VideoDecodeError
+from formats.video_writer import VideoWriter
 
 # ---------------------------------------------------------------- one video
 

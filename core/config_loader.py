@@ -135,7 +135,7 @@ MOVED_CLASS_PATHS = {
 MOVED_MODULES = {
     "datamodules.records": "formats.records",
     "datamodules.safe_pickle": "formats.safe_pickle",
-    "datamodules.video": "formats.video",
+    "datamodules.video": "formats.video_reader",
     "datamodules.vidstg_grid": "formats.frame_grids",
     "models.glamm": "glamm.model",
     "models.official_checkpoint": "models.grove.convert_official",

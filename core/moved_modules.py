@@ -83,7 +83,7 @@ MOVED: dict[str, str] = {
     "judge.video_feature_cache": "judge.model.video_feature_cache",
     "judge.vision_pretext": "judge.training.vision_pretext",
     "lightning_modules.grove_export": "models.grove.export",
-    "longvideo.stream": "formats.video",
+    "longvideo.stream": "formats.video_reader",
     "metrics.anet_entities": "metrics.protocols.anet_entities",
     "metrics.captioning": "metrics.functional.captioning",
     "metrics.center_frame": "metrics.protocols.center_frame",

@@ -85,12 +85,12 @@ def test_a_saved_config_naming_a_moved_class_says_where_it_lives_now(tmp_path):
 
 
 def test_a_class_of_a_moved_module_is_named_with_its_new_module(tmp_path):
-    """Modules that moved whole (datamodules.video -> formats.video, ...): a config or an argument naming
+    """Modules that moved whole (datamodules.video -> formats.video_reader, ...): a config or an argument naming
     a class through the old module is an error giving the new path."""
     old = tmp_path / "config.yaml"
     old.write_text((ROOT / "configs" / "demo.yaml").read_text()
-                   + "# writer: datamodules.video.VideoWriter\n")
-    expected = r"config\.yaml: datamodules\.video\.VideoWriter -> formats\.video\.VideoWriter"
+                   + "# reader: datamodules.video.PyAVVideoSource\n")
+    expected = r"config\.yaml: datamodules\.video\.PyAVVideoSource -> formats\.video_reader\.PyAVVideoSource"
     with pytest.raises(ValueError, match=expected):
         _final_config("test", "--config", str(old))
     with pytest.raises(ValueError, match=r"the command line: models\.glamm\.GLaMM -> glamm\.model\.GLaMM"):

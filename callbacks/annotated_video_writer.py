@@ -19,7 +19,7 @@ from core.safe_names import safe_file_name
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import av
 import lightning as L
@@ -28,7 +28,7 @@ import numpy as np
 from callbacks.prediction_writer import PredictionWriter, run_dir
 from formats.mask_rle import decode_masks
 from formats.video_files import open_video
-from formats.video_reader import VideoDecodeError
+from formats.video_reader import DecodeGap, PyAVVideoSource, VideoDecodeError, stream_frames
 from formats.video_writer import VideoWriter
 
 # ---------------------------------------------------------------- one video
@@ -63,6 +63,30 @@ def _frame_boxes(prediction: Mapping[str, Any] | None) -> dict[int, tuple[np.nda
                               list(f.get("labels", [])), f.get("masks")) for f in prediction.get("frames", [])}
 
 
+def frame_chunks(source, first: int, last: int, chunk_frames: int) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first index, frames)`` of frames ``first..last`` in chunks of ``chunk_frames``.
+
+    A video file is decoded in one forward pass with FFmpeg's frame threading
+    (:func:`formats.video_reader.stream_frames`), the same frames :meth:`read_frames` gives; a frame
+    that cannot be decoded is a :class:`VideoDecodeError`, as when reading. Frame folders are read by index.
+    """
+    if not isinstance(source, PyAVVideoSource):
+        for start in range(first, last + 1, chunk_frames):
+            yield start, source.read_frames(range(start, min(start + chunk_frames, last + 1)))
+        return
+    chunk: list[np.ndarray] = []
+    start = first
+    for item in stream_frames(source.path, range(first, last + 1)):
+        if isinstance(item, DecodeGap):
+            raise VideoDecodeError(item.describe(source.path))
+        chunk.append(item[1])
+        if len(chunk) == chunk_frames:
+            yield start, np.stack(chunk)
+            start, chunk = start + len(chunk), []
+    if chunk:
+        yield start, np.stack(chunk)
+
+
 def render_annotated_video(source, out_path: str | Path, clips: Sequence[ClipPrediction], first: int, last: int,
                            fps: float, chunk_frames: int = 64, crf: int = 20, line_width: int | None = None,
                            font_size: int | None = None, progress=None) -> Path:
@@ -75,9 +99,8 @@ def render_annotated_video(source, out_path: str | Path, clips: Sequence[ClipPre
     width, height = source.width, source.height
     encoder = VideoWriter(out_path, fps, width, height, crf=crf)
     try:
-        for start in range(first, last + 1, chunk_frames):
-            stop = min(start + chunk_frames, last + 1)
-            frames = source.read_frames(range(start, stop))
+        for start, frames in frame_chunks(source, first, last, chunk_frames):
+            stop = start + len(frames)
             # the latest grid frame at or before each source frame (frames before the grid: the first)
             slot = np.maximum(np.searchsorted(grid, np.arange(start, stop), side="right") - 1, 0)
             for s in np.unique(slot):

@@ -205,11 +205,16 @@ def composite(frames: np.ndarray, overlay: np.ndarray) -> np.ndarray:
 
     Where the overlay is transparent the blend is the frame itself, so only the rectangles the
     overlay covers (:func:`covered_boxes`: the caption band and the boxes' rows) are computed."""
-    out = np.array(frames, dtype=np.uint8, copy=True)
-    for top, bottom, left, right in covered_boxes(overlay[..., 3]):
+    boxes = covered_boxes(overlay[..., 3])
+    if sum((b - t) * (r - lf) for t, b, lf, r in boxes) > overlay.shape[0] * overlay.shape[1] // 2:
+        boxes = [(0, overlay.shape[0], 0, overlay.shape[1])]  # mostly covered: one pass, no copy first
+        out = np.empty_like(frames)
+    else:
+        out = np.array(frames, dtype=np.uint8, copy=True)
+    for top, bottom, left, right in boxes:
         part = overlay[top:bottom, left:right]
         alpha = part[..., 3:4].astype(np.uint16)
-        under = out[:, top:bottom, left:right].astype(np.uint16)
+        under = frames[:, top:bottom, left:right].astype(np.uint16)
         blended = (under * (255 - alpha) + part[..., :3].astype(np.uint16) * alpha + 127) // 255
         out[:, top:bottom, left:right] = blended
     return out

@@ -73,3 +73,45 @@ def test_compositing_only_the_covered_rectangles_equals_blending_everywhere():
     assert covered_boxes(overlay[..., 3]) == [(2, 6, 10, 20), (20, 40, 0, 50)]
     assert np.array_equal(composite(frames, overlay), _blend_whole_frame(frames, overlay))
     assert np.array_equal(composite(frames, np.zeros_like(overlay)), frames)
+    sparse = overlay.copy()
+    sparse[20:] = 0  # the small rectangle alone: blended there only
+    assert np.array_equal(composite(frames, sparse), _blend_whole_frame(frames, sparse))
+
+
+def _drive(callback, dataset, predictions):
+    """One predict epoch of ``callback``: a batch per clip, in the dataset's order."""
+    trainer = SimpleNamespace(world_size=1, is_global_zero=True, predict_dataloaders=[SimpleNamespace(dataset=dataset)],
+                              progress_bar_callback=None, callbacks=[])
+    callback.on_predict_epoch_start(trainer, None)
+    queued = []
+    for index, record in enumerate(dataset.records):
+        callback.on_predict_batch_end(trainer, None, {"predictions": {record.key: predictions[record.key]}}, {}, index)
+        queued.append(sorted(callback._futures))
+    callback.on_predict_epoch_end(trainer, None)
+    return queued
+
+
+def test_the_writer_thread_renders_a_video_once_its_clips_are_predicted_and_writes_the_same_files(tmp_path):
+    from callbacks.annotated_video_writer import AnnotatedVideoWriter
+
+    rng = np.random.default_rng(2)
+    clips = _clips()
+    records, predictions = [], {}
+    for name in ("first", "second"):
+        write_video(tmp_path / f"{name}.mp4", rng.integers(0, 256, (N, H, W, 3), dtype=np.uint8), fps=FPS)
+        for c, clip in enumerate(clips):
+            r = clip.record
+            records.append(SimpleNamespace(key=f"{name}_{c}", video_fname=f"{name}.mp4", video_id=name, fps=FPS,
+                                           extra={}, frame_indices=r.frame_indices, clip_start_frame=r.clip_start_frame,
+                                           clip_end_frame=r.clip_end_frame))
+            predictions[f"{name}_{c}"] = clip.prediction
+    dataset = SimpleNamespace(records=records, video_root=tmp_path)
+    behind = AnnotatedVideoWriter(output_dir=str(tmp_path / "behind"), only_videos=False)
+    queued = _drive(behind, dataset, predictions)
+    assert queued == [[], ["first.mp4"], ["first.mp4"], ["first.mp4", "second.mp4"]]
+    at_end = AnnotatedVideoWriter(output_dir=str(tmp_path / "at_end"), only_videos=False, background=False)
+    assert _drive(at_end, dataset, predictions) == [[], [], [], []]
+    for name in ("first", "second"):
+        written = tmp_path / "behind" / "annotated" / f"{name}.mp4"
+        assert written.read_bytes() == (tmp_path / "at_end" / "annotated" / f"{name}.mp4").read_bytes()
+    assert [p.name for p in behind.written] == ["first.mp4", "second.mp4"]

@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 
 from agreement.benchmarks.items import Visual
-from formats.video import open_video
+from formats.video_files import open_video
 from models.grove.frame_sampling import centre_frames
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Iterable
 
 from annotation.howtocaption import is_parquet_source, read_howtocaption, warn_ignored_rows
-from formats.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES, VideoDecodeError, open_video
+from formats.video_files import open_video
+from formats.video_reader import IMAGE_SUFFIXES, VIDEO_SUFFIXES, VideoDecodeError
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ Each measurement runs in a fresh process (its peak RSS above the RSS before deco
 decoder thread where the library lets it be set (per-core figures; CPU time counts every thread).
 A decoder that cannot be imported or loaded is listed with its error. Videos are the panning
 texture of bench/bench_decoding.py at HowTo100M's 455x256 and at 1280x720, 25 fps, 1-s keyframe
-interval (``formats.video.write_video``).
+interval (``formats.video_writer.write_video``).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import numpy as np
 from bench_decoding import FPS, NUM_FRAMES, panning_clip
 
 from formats.frame_grids import annotation_grid
-from formats.video import VideoWriter, write_video
+from formats.video_writer import VideoWriter, write_video
 
 BACKENDS = ("pyav", "decord", "torchcodec")
 
@@ -49,7 +49,7 @@ def _reset_peak() -> None:
 def _open(backend: str, path: Path):
     """A function ``read(indices) -> (N, H, W, 3) uint8`` over ``path`` for ``backend``."""
     if backend == "pyav":
-        from formats.video import PyAVVideoSource
+        from formats.video_reader import PyAVVideoSource
 
         video = PyAVVideoSource(path)
         return video.read_frames, video.close
@@ -69,7 +69,7 @@ def _open(backend: str, path: Path):
 def _stream(backend: str, path: Path, grid: np.ndarray):
     """Every frame of ``grid`` in one pass, yielded one at a time."""
     if backend == "pyav":
-        from formats.video import stream_frames
+        from formats.video_reader import stream_frames
 
         for _, frame in stream_frames(path, grid):
             yield frame

@@ -20,7 +20,8 @@ import numpy as np
 
 from datamodules.synthetic_scenes import SyntheticConfig, clip_rng, generate_clip
 from formats.frame_grids import annotation_grid
-from formats.video import PyAVVideoSource, write_video
+from formats.video_reader import PyAVVideoSource
+from formats.video_writer import write_video
 from models.grove.frame_sampling import centre_frames
 
 FPS, NUM_FRAMES = 25, 200

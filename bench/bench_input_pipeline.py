@@ -33,7 +33,7 @@ from torch.utils.data import DataLoader
 from datamodules.grounded_dataset import OPEN_VIDEOS, GroundedClipDataset
 from formats.frame_grids import annotation_grid
 from formats.records import GroundedRecord
-from formats.video import VideoWriter
+from formats.video_writer import VideoWriter
 from models.grove.clip_processing import GroundedCollate
 from models.grove.frame_sampling import sample_segment_frames
 from models.grove.image_processing import preprocess_global, preprocess_grounding

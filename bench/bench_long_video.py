@@ -122,7 +122,7 @@ def child_decode(path: str) -> None:
 
     from datamodules.video_folder import probe_videos
     from formats.frame_grids import annotation_grid
-    from formats.video import stream_frames
+    from formats.video_reader import stream_frames
 
     (info,), _ = probe_videos(path, "raise")
     grid = annotation_grid(info.fps, 0, info.num_frames - 1)

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from bench_decoding import FPS, NUM_FRAMES, panning_clip
 
-from formats.video import VideoWriter
+from formats.video_writer import VideoWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = {

@@ -19,7 +19,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities import rank_zero_warn
 from PIL import Image, ImageDraw
 
-from formats.video import open_video
+from formats.video_files import open_video
 from models.grove.frame_sampling import centre_frames
 
 SEPARATOR = 2  # pixels between frames and rows

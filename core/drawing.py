@@ -78,6 +78,31 @@ def ink(colour: tuple[int, int, int]) -> tuple[int, int, int, int]:
     return (0, 0, 0, 255) if luma > 140 else (255, 255, 255, 255)
 
 
+@lru_cache(maxsize=32)
+def caption_band(width: int, height: int, caption: str, font_size: int, max_caption_lines: int = 3) -> Image.Image:
+    """RGBA image of the frame's size holding only the caption band (transparent without a caption).
+
+    Word wrapping measures every word with the font, the costliest part of drawing a frame, and a
+    clip's caption is the same on all its frames: the band is laid out once per caption and size
+    (callers draw on a copy)."""
+    image = Image.new("RGBA", (width, height), (0, 0, 0, 0))
+    if not caption:
+        return image
+    draw = ImageDraw.Draw(image)
+    font = load_font(font_size)
+    _, th = _text_size(font, "Ag")
+    pad = max(2, th // 3)
+    lines = wrap_caption(caption, font, width - 2 * pad)
+    if len(lines) > max_caption_lines:
+        lines = lines[:max_caption_lines - 1] + [lines[max_caption_lines - 1] + " ..."]
+    band = len(lines) * (th + pad) + pad
+    draw.rectangle([0, height - band, width, height], fill=(0, 0, 0, CAPTION_ALPHA))
+    for i, line in enumerate(lines):
+        top = font.getbbox(line)[1]
+        draw.text((pad, height - band + pad + i * (th + pad) - top), line, fill=(255, 255, 255, 255), font=font)
+    return image
+
+
 def render_overlay(width: int, height: int, boxes: np.ndarray, labels: Sequence[str],
                    colours: Mapping[str, tuple[int, int, int]], caption: str | None = None,
                    line_width: int | None = None, font_size: int | None = None,
@@ -90,19 +115,9 @@ def render_overlay(width: int, height: int, boxes: np.ndarray, labels: Sequence[
     auto_line, auto_font = default_sizes(width, height)
     line_width = line_width or auto_line
     font = load_font(font_size or auto_font)
-    image = Image.new("RGBA", (width, height), (0, 0, 0, 0))
+    # the caption first, so that boxes reaching into the band stay whole
+    image = caption_band(width, height, caption or "", font_size or auto_font, max_caption_lines).copy()
     draw = ImageDraw.Draw(image)
-    if caption:  # first, so that boxes reaching into the band stay whole
-        _, th = _text_size(font, "Ag")
-        pad = max(2, th // 3)
-        lines = wrap_caption(caption, font, width - 2 * pad)
-        if len(lines) > max_caption_lines:
-            lines = lines[:max_caption_lines - 1] + [lines[max_caption_lines - 1] + " ..."]
-        band = len(lines) * (th + pad) + pad
-        draw.rectangle([0, height - band, width, height], fill=(0, 0, 0, CAPTION_ALPHA))
-        for i, line in enumerate(lines):
-            top = font.getbbox(line)[1]
-            draw.text((pad, height - band + pad + i * (th + pad) - top), line, fill=(255, 255, 255, 255), font=font)
     texts = list(labels) if scores is None else [f"{label} {score:.2f}" for label, score in zip(labels, scores)]
     for box, label, text in zip(np.asarray(boxes, dtype=np.float64).reshape(-1, 4), labels, texts):
         colour = colours.get(label, PALETTE[0])
@@ -173,11 +188,36 @@ def over(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
     return out
 
 
+def covered_boxes(alpha: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """``(top, bottom, left, right)`` rectangles (end-exclusive) covering every pixel where ``alpha > 0``:
+    one per run of rows holding such pixels, as wide as that run's covered columns."""
+    rows = alpha.any(axis=1)
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], rows, [False]]).astype(np.int8)))
+    boxes = []
+    for top, bottom in zip(edges[::2], edges[1::2]):
+        cols = np.flatnonzero(alpha[top:bottom].any(axis=0))
+        boxes.append((int(top), int(bottom), int(cols[0]), int(cols[-1]) + 1))
+    return boxes
+
+
 def composite(frames: np.ndarray, overlay: np.ndarray) -> np.ndarray:
-    """Alpha-blend one RGBA overlay onto ``(N, H, W, 3)`` uint8 frames (all at once)."""
-    alpha = overlay[..., 3:4].astype(np.uint16)
-    blended = (frames.astype(np.uint16) * (255 - alpha) + overlay[..., :3].astype(np.uint16) * alpha + 127) // 255
-    return blended.astype(np.uint8)
+    """Alpha-blend one RGBA overlay onto ``(N, H, W, 3)`` uint8 frames (all at once).
+
+    Where the overlay is transparent the blend is the frame itself, so only the rectangles the
+    overlay covers (:func:`covered_boxes`: the caption band and the boxes' rows) are computed."""
+    boxes = covered_boxes(overlay[..., 3])
+    if sum((b - t) * (r - lf) for t, b, lf, r in boxes) > overlay.shape[0] * overlay.shape[1] // 2:
+        boxes = [(0, overlay.shape[0], 0, overlay.shape[1])]  # mostly covered: one pass, no copy first
+        out = np.empty_like(frames)
+    else:
+        out = np.array(frames, dtype=np.uint8, copy=True)
+    for top, bottom, left, right in boxes:
+        part = overlay[top:bottom, left:right]
+        alpha = part[..., 3:4].astype(np.uint16)
+        under = frames[:, top:bottom, left:right].astype(np.uint16)
+        blended = (under * (255 - alpha) + part[..., :3].astype(np.uint16) * alpha + 127) // 255
+        out[:, top:bottom, left:right] = blended
+    return out
 
 
 def draw_boxes(frames: np.ndarray, boxes: np.ndarray, labels: Sequence[str],

@@ -28,7 +28,7 @@ INPUT_ERROR_NAMES = frozenset({
     "formats.record_errors.RecordError",
     "formats.safe_pickle.CorruptPickleError",
     "formats.safe_pickle.UnsafePickleError",
-    "formats.video.VideoDecodeError",
+    "formats.video_reader.VideoDecodeError",
     "judge.data.readers.JudgeDataError",
     "metrics.functional.frame_boxes.GroundingInputError",
     "metrics.protocols.pointing.PointingInputError",

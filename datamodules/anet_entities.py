@@ -41,7 +41,8 @@ import numpy as np
 from datamodules.grounded_datamodule import GroundedVideoDataModule, require_path
 from datamodules.grounded_dataset import GroundedClipDataset
 from formats.records import GroundedRecord, RecordError
-from formats.video import VideoDecodeError, open_video
+from formats.video_files import open_video
+from formats.video_reader import VideoDecodeError
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,8 @@ import numpy as np
 from torch.utils.data import Dataset
 
 from formats.records import GroundedRecord, RecordError
-from formats.video import VideoDecodeError, find_video, open_video
+from formats.video_files import find_video, open_video
+from formats.video_reader import VideoDecodeError
 from models.grove.clip_processing import clip_sample, evaluation_positions
 from models.grove.frame_sampling import sample_rng, sample_segment_frames
 

@@ -27,7 +27,7 @@ from formats.pointing_records import (
     read_pointing_records,
     sample_timestamps,
 )
-from formats.video import open_video
+from formats.video_files import open_video
 from models.grove.clip_processing import GroundedCollate
 from models.grove.image_processing import preprocess_global, preprocess_grounding
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from datamodules.synthetic_scenes import SPLITS, SyntheticConfig, clip_rng, generate_clip
 from formats.records import GroundedRecord, read_records, write_records_json
-from formats.video import write_video
+from formats.video_writer import write_video
 
 log = logging.getLogger(__name__)
 GENERATOR_VERSION = 1

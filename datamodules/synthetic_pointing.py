@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from formats.pointing_records import dataset_fields
-from formats.video import write_video
+from formats.video_writer import write_video
 
 COLOURS = {"red": (220, 40, 40), "green": (40, 190, 60), "blue": (50, 80, 230), "yellow": (230, 210, 40)}
 FRAME_RATES = (30.0, 25.0, 24.0)

@@ -27,7 +27,8 @@ from datamodules.grounded_dataset import GroundedClipDataset
 from formats.frame_grids import annotation_grid, annotation_step
 from formats.records import GroundedRecord
 from formats.unannotated_records import unannotated_record
-from formats.video import VideoDecodeError, VideoInfo, probe_video
+from formats.video_files import VideoInfo, probe_video
+from formats.video_reader import VideoDecodeError
 
 log = logging.getLogger(__name__)
 

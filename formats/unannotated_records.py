@@ -13,7 +13,7 @@ import numpy as np
 
 from formats.frame_grids import annotation_grid
 from formats.records import GroundedRecord
-from formats.video import VideoInfo, probe_video
+from formats.video_files import VideoInfo, probe_video
 
 
 def unannotated_record(info: VideoInfo, start_frame: int | None = None, end_frame: int | None = None,

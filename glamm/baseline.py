@@ -25,7 +25,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from formats.video import VideoDecodeError, open_video
+from formats.video_files import open_video
+from formats.video_reader import VideoDecodeError
 from glamm.model import GLaMM, frame_boxes, ground_in_batches
 from metrics.protocols.center_frame import centre_position
 

@@ -55,7 +55,8 @@ def read_inputs(inputs: list[str], frames_per_video: int) -> list[tuple[str, np.
     of each video or frame folder (its centre frame for 1)."""
     from PIL import Image
 
-    from formats.video import IMAGE_SUFFIXES, open_video
+    from formats.video_files import open_video
+    from formats.video_reader import IMAGE_SUFFIXES
 
     out = []
     for item in inputs:

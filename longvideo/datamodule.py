@@ -2,7 +2,7 @@
 
 :class:`LongVideoDataModule` is :class:`datamodules.grounded_datamodule.GroundedVideoDataModule`
 whose predict loader streams ``data.videos`` (:class:`LongVideoClips`): every video is decoded in
-one forward pass (:meth:`formats.video.PyAVVideoSource.stream`), its grid frames are cut into clips
+one forward pass (:meth:`formats.video_reader.PyAVVideoSource.stream`), its grid frames are cut into clips
 on the grid or at shot boundaries (:mod:`longvideo.segments`), and each clip is preprocessed exactly as
 :class:`datamodules.video_folder.VideoFolderDataset` would (same keys, same tensors) and handed
 on, so only the clips in flight are ever in memory. A decoding gap in the middle of a video skips
@@ -26,7 +26,8 @@ from datamodules.video_folder import probe_videos, seconds_to_grid_frames
 from formats.frame_grids import annotation_grid, annotation_step
 from formats.records import GroundedRecord
 from formats.unannotated_records import unannotated_record
-from formats.video import DecodeGap, VideoDecodeError, VideoInfo, stream_frames
+from formats.video_files import VideoInfo
+from formats.video_reader import DecodeGap, VideoDecodeError, stream_frames
 from longvideo.prefetch import BackgroundIterable
 from longvideo.segments import SEGMENTERS, ClipPlanner, PlannedClip, ShotCutDetector
 from models.grove.clip_processing import GroundedCollate

@@ -17,7 +17,8 @@ import numpy as np
 
 from formats.frame_grids import annotation_step
 from formats.mask_rle import decode_masks
-from formats.video import DecodeGap, VideoWriter, stream_frames
+from formats.video_reader import DecodeGap, stream_frames
+from formats.video_writer import VideoWriter
 
 
 def entity_label(entity: Mapping[str, Any]) -> str:

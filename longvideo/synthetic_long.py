@@ -38,7 +38,7 @@ from datamodules.synthetic_scenes import (
     render_owners,
 )
 from formats.frame_grids import annotation_grid
-from formats.video import VideoWriter
+from formats.video_writer import VideoWriter
 from longvideo.clip_records import write_clip_records
 
 

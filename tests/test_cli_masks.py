@@ -17,7 +17,7 @@ MASKS = ["--config", str(ROOT / "configs" / "masks.yaml"), "--model.init_args.ma
 
 
 def test_predict_with_the_masks_overlay_writes_masks_at_each_videos_size(tiny_synthetic_root, tmp_path, monkeypatch):
-    from formats.video import write_video
+    from formats.video_writer import write_video
     from models.grove import Grove
     from tests.webdemo.fixed_caption_server import FIXED_CAPTION
 
@@ -29,7 +29,7 @@ def test_predict_with_the_masks_overlay_writes_masks_at_each_videos_size(tiny_sy
     folder = tmp_path / "videos"
     folder.mkdir()
     (folder / "original.mp4").write_bytes(src.read_bytes())
-    from formats.video import PyAVVideoSource
+    from formats.video_reader import PyAVVideoSource
 
     with PyAVVideoSource(src) as video:
         frames = video.read_all()
@@ -67,7 +67,7 @@ def test_test_with_the_masks_overlay_writes_masks_that_validate(tiny_synthetic_r
 
 
 def test_long_video_mode_writes_the_masks_plain_predict_writes(tiny_synthetic_root, tmp_path, monkeypatch):
-    from formats.video import write_video
+    from formats.video_writer import write_video
     from models.grove import Grove
     from tests.longvideo.test_long_video_predict import FIXED_CAPTION, moving_square
 

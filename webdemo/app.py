@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import gradio as gr
 
-from formats.video import PyAVVideoSource, VideoDecodeError
+from formats.video_reader import PyAVVideoSource, VideoDecodeError
 from models.grove.windows import WINDOW_MODES
 from webdemo.judging import ClipJudge
 from webdemo.long_video import LongVideoResult, long_video_summary

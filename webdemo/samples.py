@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from datamodules.synthetic_scenes import SyntheticConfig, clip_rng, generate_clip
-from formats.video import write_video
+from formats.video_writer import write_video
 
 # Test-split clips of the default generator (seed 0): never seen in the demo model's training.
 SAMPLE_SPLIT = "test"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from datamodules.video_folder import VideoInfo, probe_video
-from formats.video import VideoDecodeError
+from formats.video_reader import VideoDecodeError
 
 
 class UploadError(ValueError):

@@ -44,7 +44,7 @@ def read_inputs(inputs: list[str | Path], frames_per_video: int = 4) -> list[tup
         elif item.suffix.lower() in IMAGES:
             out.append((str(item), np.asarray(Image.open(item).convert("RGB"))))
         elif item.suffix.lower() in VIDEOS:
-            from formats.video import open_video
+            from formats.video_files import open_video
 
             with open_video(item.parent, item.name) as source:
                 idx = np.unique(np.linspace(0, source.num_frames - 1, max(1, frames_per_video)).round().astype(int))

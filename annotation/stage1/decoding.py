@@ -1,6 +1,6 @@
 """Decode the frames Stage 1 looks at: every ``every``-th frame of a clip's 5-fps annotation grid.
 
-Decoding goes through :func:`formats.video.open_video` (seeks to the GOPs holding the wanted
+Decoding goes through :func:`formats.video_files.open_video` (seeks to the GOPs holding the wanted
 frames). A missing, unreadable or truncated video raises :class:`ClipUnreadable` naming the file,
 which the engines turn into a skipped (and counted) clip.
 """
@@ -13,7 +13,8 @@ import numpy as np
 
 from annotation.clips import ClipSpec
 from formats.frame_grids import annotation_grid
-from formats.video import VideoDecodeError, open_video
+from formats.video_files import open_video
+from formats.video_reader import VideoDecodeError
 
 
 class ClipUnreadable(RuntimeError):

@@ -107,7 +107,7 @@ class VCInspectorScore(Callback):
         return [pixels[r] for r in rows], [None] * len(keys)
 
     def _decode(self, batch: dict, rows: list[int]) -> tuple[list[np.ndarray], list[float | None]]:
-        from formats.video import open_video
+        from formats.video_files import open_video
         from judge.data.dataset import uniform_frame_indices
 
         if self.video_root is None or "video_fnames" not in batch or "frame_indices" not in batch:

@@ -15,9 +15,10 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from formats.video import VideoDecodeError, open_video
-from judge.model.prompt_format import format_judge_answer
+from formats.video_files import open_video
+from formats.video_reader import VideoDecodeError
 from judge.data.targets import substituted_spans
+from judge.model.prompt_format import format_judge_answer
 from models.grove.frame_sampling import centre_frames
 
 CLIP_FIELDS = ("video", "fps", "start_frame", "end_frame", "start_s", "end_s")

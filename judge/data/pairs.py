@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 from torch.utils.data import Dataset
 
-from formats.video import VideoDecodeError
+from formats.video_reader import VideoDecodeError
 from judge.data.dataset import JudgeDataset
 from judge.data.readers import JudgeDataError, iter_jsonl
 

@@ -37,7 +37,7 @@ import torch
 
 from formats.records import GroundedRecord
 from formats.unannotated_records import video_clip_record as clip_record  # the one builder of unannotated clips
-from formats.video import open_video
+from formats.video_files import open_video
 from models.grove.clip_processing import GroundedCollate, clip_sample, evaluation_positions
 from models.grove.postprocessing import format_clip_predictions, objectness_by_clip
 from models.grove.prompting import RELEASED_TEXT_PROTOCOLS, package_tagged_text

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from formats.video import open_video
+from formats.video_files import open_video
 
 
 def fit_frames(frames: np.ndarray, width: int, height: int) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 
 from annotation.clips import clips_from_timestamps, read_timestamps
 from annotation.howtocaption import is_parquet_source, read_howtocaption
-from formats.video import write_video
+from formats.video_writer import write_video
 
 SPAN = pa.struct([("start", pa.float64()), ("end", pa.float64()), ("text", pa.list_(pa.string()))])
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from callbacks.annotated_video_writer import ClipPrediction, render_annotated_video
 from formats.mask_rle import encode_masks
-from formats.video import PyAVVideoSource, write_video
+from formats.video_reader import PyAVVideoSource
+from formats.video_writer import write_video
 
 W, H, GREY = 160, 120, 40
 

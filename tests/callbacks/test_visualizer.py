@@ -14,7 +14,7 @@ from callbacks.tensorboard_visualizer import SEPARATOR, ValidationClipVisualizer
 from datamodules.grounded_dataset import GroundedClipDataset
 from datamodules.video_folder import VideoInfo, clip_records
 from formats.records import read_records
-from formats.video import open_video
+from formats.video_files import open_video
 
 
 def test_grid_owners_give_each_grid_frame_to_the_nearest_clip_centre():

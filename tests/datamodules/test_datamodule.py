@@ -8,7 +8,7 @@ import torch
 from callbacks.skipped_videos import SkippedVideoReport
 from datamodules.grounded_dataset import GroundedClipDataset
 from formats.records import read_records
-from formats.video import VideoDecodeError
+from formats.video_reader import VideoDecodeError
 from models.grove.clip_processing import GroundedCollate
 from models.grove.prompting import GroundedCaptionPrompter, add_grove_tokens
 from models.tiny_tokenizer import build_tiny_tokenizer

@@ -211,7 +211,7 @@ def test_datamodule_lazy_train_eager_val_and_missing_paths(public, tmp_path):
 def test_frame_folder_root_gives_the_same_frames(public, tmp_path):
     from PIL import Image
 
-    from formats.video import PyAVVideoSource
+    from formats.video_reader import PyAVVideoSource
 
     record = next(r for r in read_records(public["raw"]) if r.key == "vidA_1")
     with PyAVVideoSource(public["videos"] / "vidA_1.mp4") as video:

@@ -10,7 +10,8 @@ from PIL import Image
 
 from datamodules.grounded_dataset import OPEN_VIDEOS, GroundedClipDataset
 from formats.records import GroundedRecord
-from formats.video import PyAVVideoSource, write_video
+from formats.video_reader import PyAVVideoSource
+from formats.video_writer import write_video
 from models.grove.clip_processing import GroundedCollate
 from models.grove.frame_sampling import sample_rng, sample_segment_frames
 from models.grove.image_processing import CLIP_MEAN, CLIP_STD, SAM_MEAN, SAM_STD

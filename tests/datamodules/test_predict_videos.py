@@ -8,7 +8,8 @@ import pytest
 from datamodules.video_folder import VideoFolderDataset, VideoInfo, clip_records, list_videos, plan_clips, video_ids
 from formats.frame_grids import annotation_grid
 from formats.records import GroundedRecord
-from formats.video import PyAVVideoSource, write_video
+from formats.video_reader import PyAVVideoSource
+from formats.video_writer import write_video
 from models.grove.frame_sampling import centre_frames
 from tests.fixtures.tiny_cli import tiny_cli_args
 

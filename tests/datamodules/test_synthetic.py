@@ -22,7 +22,7 @@ from datamodules.synthetic_scenes import (
     sample_scene,
 )
 from formats.records import GroundedRecord, read_records, tagged_phrases
-from formats.video import open_video
+from formats.video_files import open_video
 
 CONFIG = SyntheticConfig(duration_s=2.0)  # 50 frames, 10 annotated ones
 

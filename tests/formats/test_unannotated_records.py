@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from formats.unannotated_records import unannotated_record, video_clip_record
-from formats.video import VideoInfo, probe_video, write_video
+from formats.video_files import VideoInfo, probe_video
+from formats.video_writer import write_video
 
 
 def info(num_frames=100, fps=30.0):

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from formats.video import FrameFolderSource, PyAVVideoSource, VideoDecodeError, VideoWriter, open_video, write_video
+from formats.frame_folder import FrameFolderSource
+from formats.video_files import open_video
+from formats.video_reader import PyAVVideoSource, VideoDecodeError
+from formats.video_writer import VideoWriter, write_video
 
 NUM_FRAMES, HEIGHT, WIDTH, FPS = 60, 48, 64, 25
 BLOCK = 8  # marker blocks large enough to survive compression
@@ -246,7 +249,7 @@ def test_frames_past_the_end_are_an_error_not_copies(tmp_path):
     filled with copies of the last frame."""
     from datamodules.grounded_dataset import GroundedClipDataset
     from formats.records import GroundedRecord
-    from formats.video import END_TOLERANCE
+    from formats.video_reader import END_TOLERANCE
 
     drawn = marked_frames(3, seed=2)
     mp4 = write_video(tmp_path / "three.mp4", drawn, FPS)

@@ -102,7 +102,7 @@ def test_caption_command_prints_and_draws(folder, frames, tmp_path, capsys):
 
     from PIL import Image
 
-    from formats.video import write_video
+    from formats.video_writer import write_video
 
     Image.fromarray(frames[0]).save(tmp_path / "frame.png")
     write_video(tmp_path / "clip.mp4", np.repeat(frames[1:], 5, axis=0), fps=5.0)

@@ -71,7 +71,7 @@ def test_teacher_forced_baseline_grounds_the_truth_caption(data, tmp_path):
 
 
 def test_center_baseline_is_glamm_on_the_centre_frame_alone(data, tmp_path):
-    from formats.video import open_video
+    from formats.video_files import open_video
     from glamm.baseline import predict_records
     from glamm.model import GLaMM, frame_boxes
     from metrics.protocols.center_frame import centre_frame

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from formats.video import PyAVVideoSource, write_video
+from formats.video_reader import PyAVVideoSource
+from formats.video_writer import write_video
 from longvideo.timeline import read_timeline
 from tests.fixtures.paths import ROOT
 from tests.fixtures.tiny_cli import tiny_cli_args

@@ -4,7 +4,8 @@ from core.drawing import LABEL_ALPHA, MASK_ALPHA, PALETTE
 import numpy as np
 
 from formats.mask_rle import encode_masks
-from formats.video import PyAVVideoSource, write_video
+from formats.video_reader import PyAVVideoSource
+from formats.video_writer import write_video
 from longvideo.render import entity_colours, render_timeline_video
 
 

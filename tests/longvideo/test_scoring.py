@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from datamodules.synthetic_scenes import COLOURS
-from formats.video import PyAVVideoSource
+from formats.video_reader import PyAVVideoSource
 from longvideo.scoring import clips_from_truth, entity_tracks, identity_scores, per_clip_tracks
 from longvideo.synthetic_long import LongVideoConfig, generate_long_video
 from longvideo.timeline import build_timeline

@@ -4,7 +4,7 @@ import pytest
 
 from datamodules.video_folder import plan_clips
 from formats.frame_grids import annotation_grid
-from formats.video import write_video
+from formats.video_writer import write_video
 from longvideo.datamodule import LongVideoClips
 from longvideo.segments import ClipPlanner
 

@@ -6,7 +6,8 @@ import av
 import numpy as np
 import pytest
 
-from formats.video import DecodeGap, PyAVVideoSource, stream_frames, write_video
+from formats.video_reader import DecodeGap, PyAVVideoSource, stream_frames
+from formats.video_writer import write_video
 
 
 def marked_frames(n, h=32, w=48):

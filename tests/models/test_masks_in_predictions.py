@@ -8,7 +8,8 @@ import torch
 
 from formats.mask_rle import decode_masks, encode_masks
 from formats.predictions import load_predictions, write_predictions
-from formats.video import PyAVVideoSource, write_video
+from formats.video_reader import PyAVVideoSource
+from formats.video_writer import write_video
 from metrics.evaluator.prediction_validation import InvalidPredictionError, validate_predictions
 from models.grove.postprocessing import format_clip_predictions
 from models.grove.processing import _clip_frames

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from datamodules.grounded_dataset import GroundedClipDataset
-from formats.video import write_video
+from formats.video_writer import write_video
 from models.grove.clip_processing import GroundedCollate
 from models.grove.postprocessing import format_clip_predictions, objectness_by_clip
 from models.grove.processing import GroveProcessor, clip_record

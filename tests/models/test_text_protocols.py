@@ -150,7 +150,7 @@ def test_generate_reports_the_package_s_text_tagged_by_default(tmp_path, monkeyp
     told otherwise; its text_tagged keeps the generated EOS, the training scripts' does not."""
     import numpy as np
 
-    from formats.video import write_video
+    from formats.video_writer import write_video
     from models.grove import Grove
 
     config = Path(__file__).resolve().parents[2] / "configs" / "official" / "tiny.yaml"

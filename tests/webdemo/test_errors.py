@@ -6,7 +6,7 @@ import av
 import numpy as np
 import pytest
 
-from formats.video import write_video
+from formats.video_writer import write_video
 from webdemo.predictor import Settings
 from webdemo.upload import UploadError, check_video
 from webdemo.workspace import Workspace
@@ -122,7 +122,7 @@ def test_workspace_keeps_the_latest_runs_and_is_removed_on_close(tmp_path):
 
 
 def test_samples_are_eight_second_synthetic_clips(tmp_path):
-    from formats.video import PyAVVideoSource
+    from formats.video_reader import PyAVVideoSource
     from webdemo.samples import write_samples
 
     samples = write_samples(tmp_path, count=2)

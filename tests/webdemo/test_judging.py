@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from formats.video import write_video
+from formats.video_writer import write_video
 from tests.judge.judge_fixtures import EXPLANATION, ScriptedJudge
 from webdemo.app import DemoApp, judge_markdown
 from webdemo.judging import clip_judge

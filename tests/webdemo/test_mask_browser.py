@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from formats.video import PyAVVideoSource
+from formats.video_reader import PyAVVideoSource
 from tests.webdemo.conftest import tiny_demo_server
 from tests.webdemo.masked_prediction_server import known_mask
 from webdemo.browser import upload_and_predict

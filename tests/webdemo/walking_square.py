@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from formats.video import write_video
+from formats.video_writer import write_video
 
 
 def walking_square(path: Path, seconds: float = 20.0, fps: float = 10.0) -> Path:

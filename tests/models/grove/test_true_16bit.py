@@ -112,7 +112,7 @@ def test_from_pretrained_refuses_an_unknown_or_contradictory_dtype(exported):
 
 @pytest.fixture(scope="module")
 def video(tmp_path_factory):
-    from formats.video import write_video
+    from formats.video_writer import write_video
 
     frames = np.random.default_rng(0).integers(0, 256, (25, 48, 64, 3), dtype=np.uint8)
     return write_video(tmp_path_factory.mktemp("grove16_video") / "clip.mp4", frames, fps=25)

@@ -1,6 +1,7 @@
-"""Video access, the one place videos are opened and decoded: read just the frames a clip needs
+"""Video decoding, the one place video files are decoded: read just the frames a clip needs
 (seeking), or stream a whole video once (:meth:`PyAVVideoSource.stream`); probe a file
-(:func:`probe_video`); frame folders; and the one H.264 writer (:class:`VideoWriter`, :func:`write_video`).
+(:func:`formats.video_files.probe_video`); frame folders are :mod:`formats.frame_folder`, the one H.264 writer
+:mod:`formats.video_writer`.
 
 GROVE samples 8 frames per clip (GROVE paper, supp. C), so decoding every frame of an 8-s clip to keep 8 wastes
 most of the work. :class:`PyAVVideoSource` seeks to the keyframe before each wanted frame and
@@ -18,7 +19,6 @@ whichever way it is read.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -76,7 +76,7 @@ def quarter_turns(degrees: float | None, path: str | Path = "") -> int:
     return turns % 4
 
 
-def _wanted_frames(indices: Sequence[int], num_frames: int, source: str) -> tuple[np.ndarray, np.ndarray]:
+def clamp_wanted_frames(indices: Sequence[int], num_frames: int, source: str) -> tuple[np.ndarray, np.ndarray]:
     """Requested indices clamped to the last frame, and their sorted unique values.
 
     Indices more than :data:`END_TOLERANCE` past the last frame are a :class:`VideoDecodeError`
@@ -344,7 +344,7 @@ class PyAVVideoSource:
         and annotations sometimes overstate the length by a frame); further ones are an error.
         Only the GOPs holding wanted frames are decoded.
         """
-        requested, wanted = _wanted_frames(indices, self.num_frames, str(self.path))
+        requested, wanted = clamp_wanted_frames(indices, self.num_frames, str(self.path))
         if wanted.size == 0:
             return np.zeros((0, self.height, self.width, 3), dtype=np.uint8)
         got: dict[int, np.ndarray] = {}
@@ -499,220 +499,7 @@ class PyAVVideoSource:
         self.close()
 
 
-class FrameFolderSource:
-    """A folder holding one image per frame, e.g. ``000001.jpg, 000002.jpg, ...``.
-
-    The frame number is the last integer in the file name. Frame index ``i`` is the file numbered
-    ``i + index_offset``; the default ``index_offset=1`` reads the 1-based numbering that
-    ``ffmpeg -i video.mp4 %06d.jpg`` writes, pass ``index_offset=0`` for 0-based folders. Numbers
-    must be contiguous so that indices mean the same thing as in the video.
-    """
-
-    def __init__(self, folder: str | Path, index_offset: int = 1, fps: float | None = None):
-        self.path = Path(folder)
-        if not self.path.is_dir():
-            raise FileNotFoundError(f"frame folder {self.path} does not exist")
-        numbered = {}
-        for p in self.path.iterdir():
-            if p.suffix.lower() not in IMAGE_SUFFIXES:
-                continue
-            digits = re.findall(r"\d+", p.stem)
-            if digits:
-                numbered[int(digits[-1])] = p
-        if not numbered:
-            raise VideoDecodeError(f"{self.path}: no numbered image files ({', '.join(IMAGE_SUFFIXES)})")
-        numbers = np.array(sorted(numbered))
-        if numbers[0] != index_offset:
-            raise VideoDecodeError(
-                f"{self.path}: frame numbering starts at {numbers[0]} but index_offset={index_offset}; "
-                f"pass index_offset={numbers[0]} if that file is frame 0")
-        gaps = np.nonzero(np.diff(numbers) != 1)[0]
-        if gaps.size:
-            raise VideoDecodeError(f"{self.path}: frame numbers jump from {numbers[gaps[0]]} to {numbers[gaps[0] + 1]}")
-        self._files = [numbered[n] for n in numbers]
-        self.index_offset = index_offset
-        self.fps = fps
-        self.num_frames = len(self._files)
-        from PIL import Image
-
-        try:
-            with Image.open(self._files[0]) as im:
-                self.width, self.height = im.size
-        except OSError as err:
-            raise VideoDecodeError(f"{self._files[0]}: cannot read image ({err})") from None
-
-    def _load(self, index: int) -> np.ndarray:
-        from PIL import Image
-
-        path = self._files[index]
-        try:
-            with Image.open(path) as im:
-                arr = np.asarray(im.convert("RGB"))
-        except OSError as err:
-            raise VideoDecodeError(f"{path}: cannot read image ({err})") from None
-        if arr.shape[:2] != (self.height, self.width):
-            raise VideoDecodeError(f"{path}: image is {arr.shape[1]}x{arr.shape[0]}, "
-                                   f"the folder's first frame is {self.width}x{self.height}")
-        return arr
-
-    def read_frames(self, indices: Sequence[int]) -> np.ndarray:
-        """Frames at ``indices`` (any order, repeats allowed; up to :data:`END_TOLERANCE` past the end
-        = last frame), uint8 RGB."""
-        requested, wanted = _wanted_frames(indices, self.num_frames, str(self.path))
-        if wanted.size == 0:
-            return np.zeros((0, self.height, self.width, 3), dtype=np.uint8)
-        loaded = np.stack([self._load(int(i)) for i in wanted])
-        return loaded[np.searchsorted(wanted, requested)]
-
-    def read_all(self) -> np.ndarray:
-        return self.read_frames(range(self.num_frames))
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> "FrameFolderSource":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def video_candidates(root: str | Path, video_fname: str) -> list[Path]:
-    """Where ``video_fname`` may be, in the order :func:`open_video` tries: ``root/video_fname``, the same
-    stem as .mp4/.webm/.mkv, the folder ``root/<stem>/``."""
-    path = Path(root) / video_fname
-    stem = path.with_suffix("") if path.suffix.lower() in VIDEO_SUFFIXES else path
-    others = [stem.with_name(stem.name + suffix) for suffix in VIDEO_SUFFIXES]
-    return [path, *[c for c in others if c != path], stem]
-
-
-def find_video(root: str | Path, video_fname: str) -> Path | None:
-    """The file or frame folder :func:`open_video` would open, or None when there is none."""
-    return next((c for c in video_candidates(root, video_fname) if c.exists()), None)
-
-
-def open_video(root: str | Path, video_fname: str, **folder_kwargs) -> PyAVVideoSource | FrameFolderSource:
-    """Open ``root/video_fname``; else the same stem as .mp4/.webm/.mkv; else the folder ``root/<stem>/``.
-
-    Public annotations name videos whose container differs from what was downloaded (``.mp4`` vs
-    ``.webm``) or that were extracted to frames; ``folder_kwargs`` go to :class:`FrameFolderSource`.
-    """
-    candidates = video_candidates(root, video_fname)
-    path, stem = candidates[0], candidates[-1]
-    if path.is_file():
-        return PyAVVideoSource(path)
-    if path.is_dir():
-        return FrameFolderSource(path, **folder_kwargs)
-    for candidate in candidates[1:-1]:
-        if candidate.is_file():
-            return PyAVVideoSource(candidate)
-    if stem.is_dir():
-        return FrameFolderSource(stem, **folder_kwargs)
-    raise FileNotFoundError(f"video '{video_fname}' not found; tried: {', '.join(str(p) for p in candidates)}")
-
-
 def stream_frames(path: str | Path, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray] | DecodeGap]:
     """:meth:`PyAVVideoSource.stream` of the file at ``path``, with frame threading (one pass, no seek)."""
     with PyAVVideoSource(path, thread_type="AUTO") as video:
         yield from video.stream(wanted)
-
-
-@dataclass(frozen=True)
-class VideoInfo:
-    """What clip planning and prediction need to know about one video file."""
-
-    path: Path
-    video_id: str
-    num_frames: int
-    fps: float
-    width: int
-    height: int
-
-
-def probe_video(path: str | Path, video_id: str | None = None) -> VideoInfo:
-    """Open a file and read its frame count, rate and (upright) size: headers, or a demux for some
-    containers. ``video_id`` defaults to the file's stem."""
-    path = Path(path)
-    with PyAVVideoSource(path) as video:
-        num_frames = video.num_frames
-        if num_frames <= 0:
-            raise VideoDecodeError(f"{path}: the video has no frames")
-        return VideoInfo(path, path.stem if video_id is None else video_id, num_frames, video.fps, video.width,
-                         video.height)
-
-
-class VideoWriter:
-    """H.264 (libx264) MP4 written chunk by chunk (frames never all in memory), renamed into place on
-    :meth:`close`, so an interrupted write never leaves a file that looks complete (:meth:`abort`
-    removes the partial file).
-
-    yuv420p (what every player and decoder handles) needs even sizes; odd sizes are encoded
-    yuv444p instead so the frames keep their exact size. ``gop``: the keyframe interval in frames
-    (None: the encoder's default).
-    """
-
-    def __init__(self, path: str | Path, fps: float, width: int, height: int, crf: int = 20,
-                 preset: str = "veryfast", gop: int | None = None, threads: int | None = None):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix}")
-        self.container = av.open(str(self.tmp), "w")
-        try:
-            self.stream = self.container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
-            self.stream.width, self.stream.height = width, height
-            self.stream.pix_fmt = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
-            if gop is not None:
-                self.stream.codec_context.gop_size = gop
-            options = {"crf": str(crf), "preset": preset}
-            if threads is not None:
-                options["threads"] = str(threads)
-            self.stream.options = options
-        except BaseException:
-            self.abort()
-            raise
-        self.count = 0
-
-    def write(self, frames: np.ndarray) -> None:
-        """Append ``(N, H, W, 3)`` uint8 RGB frames."""
-        for array in frames:
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(array), format="rgb24")
-            frame.pts = self.count
-            self.count += 1
-            self.container.mux(self.stream.encode(frame))
-
-    def close(self) -> Path:
-        """Flush the encoder and rename the finished file into place."""
-        try:
-            self.container.mux(self.stream.encode())
-        except BaseException:
-            self.abort()
-            raise
-        self.container.close()
-        self.tmp.replace(self.path)
-        return self.path
-
-    def abort(self) -> None:
-        """Close without finishing; the partial file is removed."""
-        self.container.close()
-        self.tmp.unlink(missing_ok=True)
-
-
-def write_video(path: str | Path, frames: np.ndarray, fps: float, crf: int = 17, gop: int | None = None,
-                preset: str = "veryfast", threads: int | None = None) -> Path:
-    """Encode ``(N, H, W, 3)`` uint8 RGB frames as H.264 into ``path`` (:class:`VideoWriter`).
-
-    The keyframe interval defaults to one second so reading a few frames seeks cheaply.
-    """
-    frames = np.asarray(frames)
-    if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8 or len(frames) == 0:
-        raise ValueError(f"{path}: frames must be a non-empty (N, H, W, 3) uint8 array, "
-                         f"got {frames.shape} {frames.dtype}")
-    rate = Fraction(fps).limit_denominator(1001)
-    writer = VideoWriter(path, fps, frames.shape[2], frames.shape[1], crf=crf, preset=preset,
-                         gop=gop or max(1, int(round(float(rate)))), threads=threads)
-    try:
-        writer.write(frames)
-    except BaseException:
-        writer.abort()
-        raise
-    return writer.close()

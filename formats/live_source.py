@@ -119,6 +119,7 @@ class LiveSource:
         self.reopened = 0
         self.ended: str | None = None  # why the iteration ended
         self.width = self.height = 0
+        self.last_index = -1  # the last frame decoded (grid or not)
 
     @property
     def network(self) -> bool:
@@ -142,16 +143,34 @@ class LiveSource:
         stream.thread_type = "AUTO"
         rotate = stream.metadata.get("rotate")
         turns = quarter_turns(float(rotate) if rotate else None, self.source)
-        for frame in container.decode(stream):
+        for frame in self._decoded(container, stream):
             if self.stop.is_set():
                 return
-            if frame.pts is None or frame.time_base is None:
+            time_base = frame.time_base or stream.time_base  # frames flushed from the decoder may lack it
+            if frame.pts is None or time_base is None:
                 continue
             if not first_pts:
                 first_pts.append(frame.pts)
-            t = offset + float((frame.pts - first_pts[0]) * frame.time_base)
+            t = offset + float((frame.pts - first_pts[0]) * time_base)
             rgb = frame.to_ndarray(format="rgb24")
             yield t, np.ascontiguousarray(np.rot90(rgb, -turns)) if turns else rgb
+
+    @staticmethod
+    def _decoded(container, stream):
+        """The stream's frames; when reading fails (a connection cut, a stall), the frames the decoder
+        still holds come out before the error is raised."""
+        failure = None
+        try:
+            for packet in container.demux(stream):
+                yield from packet.decode()
+        except Exception as err:  # noqa: BLE001  (raised again below, after the flush)
+            failure = err
+        try:
+            yield from stream.codec_context.decode(None)
+        except Exception:  # noqa: BLE001  (a decoder that cannot flush has nothing more to give)
+            pass
+        if failure is not None:
+            raise failure
 
     def rate(self, container) -> float:
         stream = container.streams.video[0]
@@ -193,6 +212,7 @@ class LiveSource:
                         reopened_gap = False
                         next_index = max(next_index, -(-index // step) * step)
                     last_t, last_arrival = t, arrival
+                    self.last_index = max(self.last_index, index)
                     if index < next_index:
                         continue
                     tries = 0

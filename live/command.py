@@ -3,7 +3,7 @@
 Writes ``DIR/clips.jsonl`` (one line per clip as it is predicted: times, caption, phrases with entity
 ids, boxes per grid frame with their entity, latency from the clip's last frame arriving to the line
 being written, clips dropped so far), optionally the same lines on stdout, and at the end (the
-source ended, Ctrl-C or SIGTERM) ``DIR/timeline.json``, ``DIR/live.json`` (why it ended, dropped
+source ended, Ctrl-C or SIGTERM) ``DIR/timeline.json``, ``DIR/predictions.json`` (the clips in the predictions format), ``DIR/live.json`` (why it ended, dropped
 clips, gaps) and, with ``--render``, the entity-coloured MP4 for a file source.
 """
 from __future__ import annotations
@@ -71,6 +71,7 @@ def finish(session: LiveSession, out: Path, render: bool) -> dict[str, Any]:
     summary = session.summary()
     if timeline is not None:
         write_json_atomic(out / "timeline.json", timeline_document([timeline]), indent=None)
+        write_json_atomic(out / "predictions.json", session.predictions, indent=None)
         summary["entities"] = len(timeline["entities"])
         if render and Path(session.source.source).is_file():
             from longvideo.render import render_timeline_video
@@ -83,7 +84,8 @@ def finish(session: LiveSession, out: Path, render: bool) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="grove live", description=__doc__.split("\n\n")[0])
     parser.add_argument("source", help="URL (rtsp/http/hls/udp/tcp), /dev/videoN, a file, or - for stdin")
-    parser.add_argument("--config", action="append", required=True, role="input", help="the model's config (repeat to stack)")
+    parser.add_argument("--config", action="append", required=True, role="input",
+                        help="the model's config (repeat to stack)")
     parser.add_argument("--ckpt-path", role="input", help="the checkpoint's weights")
     parser.add_argument("--out", required=True, role="output", help="output folder")
     parser.add_argument("--clip-seconds", type=float, default=8.0)
@@ -97,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", default=None, help="FFmpeg demuxer (v4l2, mpegts, ...)")
     parser.add_argument("--text-encoder", default="minilm", help="meaning cue encoder ('none': off)")
     parser.add_argument("--no-appearance", action="store_true", help="no appearance cue")
+    parser.add_argument("--video-id", default=None, help="the clips' key prefix (default: the source's stem)")
     parser.add_argument("--stdout", action="store_true", help="also print each clip's line on stdout")
     parser.add_argument("--render", action="store_true", help="the entity-coloured MP4 (file sources)")
     parser.add_argument("overrides", nargs="*", default=[], help="--key=value config overrides after --")
@@ -110,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     module, datamodule = load_model(args.config, args.ckpt_path, args.overrides)
     text_encoder = None if args.text_encoder == "none" else args.text_encoder
     session = session_for(module, datamodule, source, args.clip_seconds, args.stride_seconds, policy,
-                          text_encoder, not args.no_appearance, Path(args.source).stem or "live")
+                          text_encoder, not args.no_appearance,
+                          args.video_id or Path(args.source.split("?")[0]).stem or "live")
     previous = {s: signal.signal(s, lambda *_: session.stop()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with open(out / "clips.jsonl", "w") as lines:

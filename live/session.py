@@ -122,7 +122,6 @@ class LiveSession:
                     stride = None if self.stride_seconds is None else max(1, int(round(self.stride_seconds * grid_fps)))
                     planner = ClipPlanner(clip_frames, stride_frames=stride)
                 arrival, self.last_time_s = item.arrival, item.time_s
-                self.video["num_frames"] = item.index + 1
                 for clip in planner.push(item.index, item.pixels):
                     self._hand_over(clip, arrival)
             if planner is not None:
@@ -204,7 +203,7 @@ class LiveSession:
         """The timeline of what was predicted (None: no frame arrived); its ids are those emitted."""
         if self.video is None:
             return None
-        video = {**self.video, "num_frames": max(int(self.video["num_frames"]), 1)}
+        video = {**self.video, "num_frames": max(self.source.last_index + 1, 1)}
         return build_timeline(video, self.places, self.predictions, self.gaps,
                               self.text if self.encode_text is not None else None,
                               self.vectors if self.appearance is not None else None, self._weights())

@@ -102,15 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--video-id", default=None, help="the clips' key prefix (default: the source's stem)")
     parser.add_argument("--stdout", action="store_true", help="also print each clip's line on stdout")
     parser.add_argument("--render", action="store_true", help="the entity-coloured MP4 (file sources)")
-    parser.add_argument("overrides", nargs="*", default=[], help="--key=value config overrides after --")
-    args = parser.parse_args(argv)
+    parser.epilog = "Config overrides (--key=value, as cli.py takes them) go after --."
+    argv = list(sys.argv[1:] if argv is None else argv)
+    overrides = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     source = LiveSource(args.source, follow=args.follow, stall_timeout=args.stall_timeout,
                         reconnects=args.reconnects, fps=args.fps, input_format=args.format)
     live = args.follow or source.network or args.source == "-" or args.source.startswith("/dev/")
     policy = args.skip_policy or ("drop-oldest" if live else "queue")
-    module, datamodule = load_model(args.config, args.ckpt_path, args.overrides)
+    module, datamodule = load_model(args.config, args.ckpt_path, overrides)
     text_encoder = None if args.text_encoder == "none" else args.text_encoder
     session = session_for(module, datamodule, source, args.clip_seconds, args.stride_seconds, policy,
                           text_encoder, not args.no_appearance,

@@ -3,8 +3,9 @@
 Writes ``DIR/clips.jsonl`` (one line per clip as it is predicted: times, caption, phrases with entity
 ids, boxes per grid frame with their entity, latency from the clip's last frame arriving to the line
 being written, clips dropped so far), optionally the same lines on stdout, and at the end (the
-source ended, Ctrl-C or SIGTERM) ``DIR/timeline.json``, ``DIR/predictions.json`` (the clips in the predictions format), ``DIR/live.json`` (why it ended, dropped
-clips, gaps) and, with ``--render``, the entity-coloured MP4 for a file source.
+source ended, Ctrl-C or SIGTERM) ``DIR/timeline.json``, ``DIR/predictions.json`` (the clips in the
+predictions format), ``DIR/live.json`` (why it ended, dropped clips, gaps) and, with ``--render``, the
+entity-coloured MP4 for a file source.
 """
 from __future__ import annotations
 

@@ -144,7 +144,7 @@ class LiveSession:
             self.text.update(self.encode_text(new))
         return np.stack([self.text[p] for p in phrases])
 
-    def _emit(self, item: LiveClip, prediction: dict, ids: list[int]) -> dict[str, Any]:
+    def _emit(self, item: LiveClip, prediction: dict, ids: list[int], model_s: float) -> dict[str, Any]:
         phrases = list(dict.fromkeys(prediction.get("phrases", [])))
         entity = dict(zip(phrases, ids))
         fps = self.video["fps"]
@@ -163,7 +163,8 @@ class LiveSession:
                 "end_s": round((item.place["end_frame"] + 1) / fps, 3), "caption": prediction.get("caption"),
                 "tagged_caption": prediction.get("tagged_caption"),
                 "phrases": [{"phrase": p, "entity": e} for p, e in entity.items()], "frames": frames,
-                "latency_s": round(now - item.arrival, 3), "dropped": len(self.queue.dropped),
+                "latency_s": round(now - item.arrival, 3), "model_s": round(model_s, 3),
+                "dropped": len(self.queue.dropped),
                 "wall_s": round(now - self.started, 3)}
 
     def run(self) -> Iterator[dict[str, Any]]:
@@ -172,6 +173,7 @@ class LiveSession:
         self._thread = threading.Thread(target=self._read, name="live-source", daemon=True)
         self._thread.start()
         while (item := self.queue.get()) is not None:
+            began = time.monotonic()
             batch = self.collate([item.sample])
             predictions = self.predict(batch)
             if item.key not in predictions:
@@ -188,7 +190,7 @@ class LiveSession:
             ids = self.linker.add(tubes)
             self.places.append(item.place)
             self.predictions[item.key] = prediction
-            yield self._emit(item, prediction, ids)
+            yield self._emit(item, prediction, ids, time.monotonic() - began)
 
     def stop(self) -> None:
         """End the run: the source stops at its next frame; clips already handed over are still predicted."""

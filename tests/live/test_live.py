@@ -142,7 +142,8 @@ def test_live_stream_end_to_end(long_video, tiny_ckpt, tmp_path, fixed_caption):
     predictions = json.loads((tmp_path / "out" / "predictions.json").read_text())
     clips = [{"key": s["key"], "clip": s["index"], "shot": s["shot"], "start_frame": s["start_frame"],
               "end_frame": s["end_frame"],
-              "frames": [f for f in annotation_grid(25.0, s["start_frame"], s["end_frame"])]} for s in timeline["segments"]]
+              "frames": list(annotation_grid(25.0, s["start_frame"], s["end_frame"]))}
+             for s in timeline["segments"]]
     from longvideo.timeline import text_vectors
 
     offline = build_timeline(timeline, clips, predictions, text_vectors=text_vectors(predictions, "exact"),

@@ -68,8 +68,8 @@ def main() -> None:
         generate_long_video(video, config, clip_seconds=args.clip_seconds)
         with LiveStreamServer(video, speed=args.speed) as server:
             cmd = [sys.executable, "-c", "import sys; from command_line.grove import main; main(sys.argv[1:])",
-                   "live", server.url, "--config", args.config, "--ckpt-path", args.ckpt, "--out", str(out / "live"), "--clip-seconds", str(args.clip_seconds),
-                   "--skip-policy", args.skip_policy, "--reconnects", "0"]
+                   "live", server.url, "--config", args.config, "--ckpt-path", args.ckpt, "--out", str(out / "live"),
+                   "--clip-seconds", str(args.clip_seconds), "--skip-policy", args.skip_policy, "--reconnects", "0"]
             child = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
             rss, began = [], time.monotonic()

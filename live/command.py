@@ -28,10 +28,14 @@ from longvideo.timeline_writer import LongVideoTimeline
 
 def load_model(configs: list[str], ckpt_path: str | None, overrides: list[str]):
     """The configured module (weights from ``ckpt_path``) and datamodule, as ``cli.py predict`` builds them."""
-    from core.config_loader import load_configured
+    from core.config_loader import ConfigLoader
+
+    class Loader(ConfigLoader):
+        weights_follow = ckpt_path is not None  # the towers' init-time files are not needed then
 
     args = [a for c in configs for a in ("--config", c)] + ["--data.init_args.num_workers=0", *overrides]
-    loaded = load_configured(args)
+    loaded = Loader(subclass_mode_model=True, subclass_mode_data=True, save_config_callback=None,
+                    parser_kwargs={"parser_mode": "omegaconf"}, args=args, run=False)
     module, datamodule = loaded.model, loaded.datamodule
     if ckpt_path is not None:
         module.load_state_dict(load_state_dict_file(ckpt_path, "--ckpt-path"), strict=module.strict_loading)

@@ -64,6 +64,8 @@ def session_for(module, datamodule, source: LiveSource, clip_seconds: float, str
         def text_vectors(phrases):
             return embed({"new": {"phrases": phrases}}, text_encoder)
 
+        text_vectors(["a warm-up phrase"])  # the encoder loads now, not in the first clip's latency
+
     return LiveSession(source, processor, GroundedCollate(datamodule.prompter),
                        lambda batch: module.predict_clips(batch, masks=getattr(module, "masker", None) is not None),
                        appearance_of, text_vectors, clip_seconds, stride_seconds, policy,

@@ -175,3 +175,12 @@ def test_stalled_source_is_a_gap_not_a_hang(tmp_path):
     source = LiveSource("http://127.0.0.1:9/none.ts", reconnects=1, backoff=0.01, stall_timeout=0.5)
     assert [i for i in source.grid_frames() if not isinstance(i, LiveGap)] == []
     assert source.ended.startswith("cannot open")
+
+
+def test_overlapping_clips_come_as_their_last_frame_arrives():
+    from longvideo.segments import ClipPlanner
+
+    planner = ClipPlanner(4, stride_frames=2)
+    emitted = {i: [c.frames.tolist() for c in planner.push(i, np.zeros((2, 2, 3), np.uint8))] for i in range(9)}
+    assert {i: c for i, c in emitted.items() if c} == {3: [[0, 1, 2, 3]], 5: [[2, 3, 4, 5]], 7: [[4, 5, 6, 7]]}
+    assert [c.frames.tolist() for c in planner.close()] == [[5, 6, 7, 8]]

@@ -184,3 +184,39 @@ def test_overlapping_clips_come_as_their_last_frame_arrives():
     emitted = {i: [c.frames.tolist() for c in planner.push(i, np.zeros((2, 2, 3), np.uint8))] for i in range(9)}
     assert {i: c for i, c in emitted.items() if c} == {3: [[0, 1, 2, 3]], 5: [[2, 3, 4, 5]], 7: [[4, 5, 6, 7]]}
     assert [c.frames.tolist() for c in planner.close()] == [[5, 6, 7, 8]]
+
+
+class _KeyOnly:
+    """Preprocessing that keeps the clip's key and frames: the session's scheduling without a model."""
+
+    def sample(self, frames, record):
+        grid = annotation_grid(record.fps, record.clip_start_frame, record.clip_end_frame)
+        return {"key": record.key, "frames": grid}
+
+
+def _fixed_prediction(batch):
+    (sample,) = batch
+    boxes = {"frames": [{"frame": int(f), "boxes": [[10.0, 10.0, 40.0, 40.0]], "labels": ["a square"],
+                         "scores": [0.9]} for f in sample["frames"]]}
+    return {sample["key"]: {"caption": "a square", "tagged_caption": "<p>a square</p>", "phrases": ["a square"],
+                            **boxes}}
+
+
+def test_stopped_run_keeps_everything_emitted(long_video):
+    from live.session import LiveSession
+
+    video, _ = long_video
+    with LiveStreamServer(video, speed=float("inf")) as server:
+        session = LiveSession(LiveSource(server.url, reconnects=0), _KeyOnly(), lambda samples: samples,
+                              _fixed_prediction, clip_seconds=1.0, policy="queue")
+        emitted = []
+        for line in session.run():
+            emitted.append(line)
+            if len(emitted) == 3:
+                session.stop()  # what Ctrl-C and SIGTERM do
+    timeline = session.timeline()
+    assert 3 <= len(emitted) < 12
+    assert [s["key"] for s in timeline["segments"]] == [line["key"] for line in emitted]
+    assert [e["id"] for e in timeline["entities"]] == [0]  # one square, one id, in every clip
+    assert all(line["phrases"] == [{"phrase": "a square", "entity": 0}] for line in emitted)
+    assert session.summary()["ended"] == "stopped"

@@ -220,3 +220,14 @@ def test_stopped_run_keeps_everything_emitted(long_video):
     assert [e["id"] for e in timeline["entities"]] == [0]  # one square, one id, in every clip
     assert all(line["phrases"] == [{"phrase": "a square", "entity": 0}] for line in emitted)
     assert session.summary()["ended"] == "stopped"
+
+
+def test_stdin_is_a_source(long_video, tmp_path, monkeypatch):
+    import io
+    import sys
+
+    video, _ = long_video
+    data, _ = mpegts_packets(video)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(data))))
+    source = LiveSource("-")
+    check_frames(list(source.grid_frames()), grid_reference(video))

@@ -52,6 +52,7 @@ VERBS: dict[str, tuple[str, str, str]] = {
                        "one long synthetic video with its ground truth"),
     "clip-records": ("command_line.synthetic_data", "clip_records_main",
                      "the per-clip records of a long video's ground truth"),
+    "live": ("live.command", "main", "grounded captions of a camera or a stream as it arrives"),
 }
 TRAINING_VERBS = ("fit", "validate", "test", "predict")
 

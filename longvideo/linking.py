@@ -208,30 +208,45 @@ def pair_scores(entities: Sequence[Entity], tubes: ClipTubes, weights: LinkingWe
     return np.where((weight > 0) & ~veto, total / np.maximum(weight, 1e-12), np.nan)
 
 
-def link_clips(clips: Sequence[ClipTubes],
-               weights: LinkingWeights | None = None) -> tuple[list[list[int]], list[Entity]]:
-    """Entity ids for every phrase of every clip (``ids[c][p]``), and the entities, clips taken in order."""
-    weights = weights or LinkingWeights()
-    entities: list[Entity] = []
-    ids: list[list[int]] = []
-    for c, tubes in enumerate(clips):
+class OnlineLinker:
+    """Links clips one at a time, in time order, as they are predicted: an entity's id, once given,
+    never changes (a later clip can only join an entity or start a new one).
+
+    :func:`link_clips` is this linker run over a whole video, so a live run and an offline one on
+    the same clips give the same ids."""
+
+    def __init__(self, weights: LinkingWeights | None = None):
+        self.weights = weights or LinkingWeights()
+        self.entities: list[Entity] = []
+        self.clips = 0
+
+    def add(self, tubes: ClipTubes) -> list[int]:
+        """The entity id of each phrase of the next clip."""
         P = len(tubes.phrases)
         assigned = [-1] * P
-        if entities and P:
-            scores = pair_scores(entities, tubes, weights)
+        if self.entities and P:
+            scores = pair_scores(self.entities, tubes, self.weights)
             cost = np.where(np.isnan(scores), 1e6, -scores)
             rows, cols = linear_sum_assignment(cost)
             for p, e in zip(rows, cols):
-                if not np.isnan(scores[p, e]) and scores[p, e] >= weights.min_score:
+                if not np.isnan(scores[p, e]) and scores[p, e] >= self.weights.min_score:
                     assigned[p] = int(e)
         for p in range(P):
             if assigned[p] < 0:
-                entities.append(Entity(id=len(entities)))
-                assigned[p] = len(entities) - 1
+                self.entities.append(Entity(id=len(self.entities)))
+                assigned[p] = len(self.entities) - 1
         for p in range(P):
-            entities[assigned[p]].add(c, tubes, p)
-        ids.append([entities[e].id for e in assigned])
-    return ids, entities
+            self.entities[assigned[p]].add(self.clips, tubes, p)
+        self.clips += 1
+        return [self.entities[e].id for e in assigned]
+
+
+def link_clips(clips: Sequence[ClipTubes],
+               weights: LinkingWeights | None = None) -> tuple[list[list[int]], list[Entity]]:
+    """Entity ids for every phrase of every clip (``ids[c][p]``), and the entities, clips taken in order."""
+    linker = OnlineLinker(weights)
+    ids = [linker.add(tubes) for tubes in clips]
+    return ids, linker.entities
 
 
 def link_by_names(clip_phrases: Sequence[Sequence[str]], names: Sequence[Sequence[str | None]]) -> list[list[int]]:

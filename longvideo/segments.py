@@ -59,12 +59,18 @@ class ClipPlanner:
     Args:
         clip_frames: grid positions per clip (None: each run is one clip).
         cut: called on every grid frame; True starts a new shot (None: grid mode, no cuts).
+        stride_frames: grid positions from one clip's start to the next (None: ``clip_frames``, tiled;
+            fewer: overlapping clips, each emitted as soon as its last grid frame arrives).
     """
 
-    def __init__(self, clip_frames: int | None, cut: Callable[[np.ndarray], bool] | None = None):
+    def __init__(self, clip_frames: int | None, cut: Callable[[np.ndarray], bool] | None = None,
+                 stride_frames: int | None = None):
         if clip_frames is not None and clip_frames < 1:
             raise ValueError(f"a clip needs at least one grid frame, got {clip_frames}")
+        if stride_frames is not None and (clip_frames is None or not 1 <= stride_frames <= clip_frames):
+            raise ValueError(f"a clip stride needs a clip length and 1..{clip_frames} grid frames, got {stride_frames}")
         self.clip_frames = clip_frames
+        self.stride_frames = stride_frames or clip_frames
         self.cut = cut
         self.recent: deque[tuple[int, np.ndarray]] = deque(maxlen=clip_frames)
         self.whole: list[tuple[int, np.ndarray]] = []  # clip_frames None: the run so far
@@ -93,7 +99,7 @@ class ClipPlanner:
             return out
         self.recent.append((index, pixels))
         self.pending += 1
-        if self.pending == self.clip_frames:
+        if self.pending >= self.stride_frames and len(self.recent) == self.clip_frames:
             out.append(self._emit(list(self.recent)))
             self.pending = 0
         return out

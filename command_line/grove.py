@@ -21,6 +21,7 @@ VERBS: dict[str, tuple[str, str, str]] = {
     "test": ("command_line.grove_cli", "cli_main", "test a checkpoint (python cli.py test)"),
     "predict": ("command_line.grove_cli", "cli_main", "caption and ground videos (python cli.py predict)"),
     "evaluate": ("metrics.commands.evaluate", "main", "score a predictions file against ground truth"),
+    "ground": ("command_line.ground", "main", "ground phrases or tagged sentences a user asks on a video"),
     "annotate": ("annotation.__main__", "main", "the automatic annotation pipeline (python -m annotation)"),
     "judge": ("judge.application.commands", "main", "the caption judge (python -m judge)"),
     "agreement": ("agreement.__main__", "main", "metric-human agreement tables (python -m agreement)"),

@@ -13,6 +13,8 @@ benchmark (MeViS, Ref-YouTube-VOS) scores. Every other marked phrase is grounded
 """
 from __future__ import annotations
 
+from core.user_errors import UserInputError
+
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -24,7 +26,7 @@ from models.grove.clip_processing import GroundedCollate
 from models.grove.prompting import GROVE_SPECIAL_TOKENS, OFFICIAL_ADDED_TOKENS, format_target
 
 
-class QueryError(ValueError):
+class QueryError(UserInputError):
     """A query GROVE cannot ground as written; the message names the query and what to change."""
 
 
@@ -177,5 +179,24 @@ def referent_tube(entry: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return tube
 
 
+def queries_as_prediction(entries: dict[str, dict]) -> dict[str, Any]:
+    """Several queries' answers on one clip as one prediction-format entry to draw: each query's referent
+    tube labelled with the query's text (its own colour), the caption listing the queries."""
+    frames: dict[int, dict[str, list]] = {}
+    labels = [entry["query"] for entry in entries.values()]
+    for entry, label in zip(entries.values(), labels):
+        for frame, item in sorted(referent_tube(entry).items()):
+            slot = frames.setdefault(frame, {"frame": frame, "boxes": [], "labels": [], "scores": [], "masks": []})
+            slot["boxes"].append(item["box"])
+            slot["labels"].append(label)
+            slot["scores"].append(item["score"])
+            slot["masks"].append(item.get("mask"))
+    for slot in frames.values():
+        if not any(slot["masks"]):
+            del slot["masks"]
+    return {"caption": "asked: " + "; ".join(labels), "tagged_caption": "", "phrases": labels,
+            "frames": [frames[f] for f in sorted(frames)]}
+
+
 __all__ = ["GroundingQuery", "QueryError", "check_query", "context_length", "ground_queries", "parse_queries",
-           "parse_query", "query_key", "query_samples", "referent_tube"]
+           "parse_query", "queries_as_prediction", "query_key", "query_samples", "referent_tube"]

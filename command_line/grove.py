@@ -22,6 +22,7 @@ VERBS: dict[str, tuple[str, str, str]] = {
     "predict": ("command_line.grove_cli", "cli_main", "caption and ground videos (python cli.py predict)"),
     "evaluate": ("metrics.commands.evaluate", "main", "score a predictions file against ground truth"),
     "ground": ("command_line.ground", "main", "ground phrases or tagged sentences a user asks on a video"),
+    "referring": ("command_line.referring", "main", "referring benchmarks: the synthetic set, MeViS, Ref-YouTube-VOS"),
     "annotate": ("annotation.__main__", "main", "the automatic annotation pipeline (python -m annotation)"),
     "judge": ("judge.application.commands", "main", "the caption judge (python -m judge)"),
     "agreement": ("agreement.__main__", "main", "metric-human agreement tables (python -m agreement)"),

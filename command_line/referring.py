@@ -1,7 +1,10 @@
-"""``grove referring synthetic-set | predict | score``: the referring set with known answers made from the
-synthetic dataset (:mod:`referring.synthetic_set`), grounded by a checkpoint and scored
-(:mod:`referring.synthetic_scoring`); ``score --oracle`` and ``--first-phrase`` give its ceiling and its
-query-blind floor."""
+"""``grove referring synthetic-set | predict | score | benchmark | score-ref-youtube-vos``.
+
+The referring set with known answers made from the synthetic dataset (:mod:`referring.synthetic_set`),
+grounded by a checkpoint and scored (:mod:`referring.synthetic_scoring`; ``score --oracle`` and
+``--first-phrase`` give its ceiling and its query-blind floor); MeViS and Ref-YouTube-VOS grounded from
+their files into their submission layout (:mod:`referring.benchmarks`; MeViS is scored by
+``grove evaluate``'s sibling ``python -m metrics.mevis``, Ref-YouTube-VOS by ``score-ref-youtube-vos``)."""
 from __future__ import annotations
 
 import argparse
@@ -76,6 +79,34 @@ def score(args) -> dict[str, float]:
     return result
 
 
+def benchmark(args, overrides) -> dict[str, int]:
+    from command_line.ground import processor_of
+    from command_line.model_export import build_module
+    from referring.benchmarks import model_check, model_grounder, predict_benchmark
+
+    module, datamodule = build_module(args.config, args.ckpt_path, overrides)
+    processor = processor_of(module, datamodule)
+    if args.objectness_threshold is not None:
+        processor.inference["objectness_threshold"] = args.objectness_threshold
+    counts = predict_benchmark(model_grounder(module.model, processor), model_check(module.model), args.meta,
+                               args.frames, args.out, args.benchmark, args.limit,
+                               progress=lambda n, t: print(f"\r{n}/{t} videos", end="", file=sys.stderr))
+    print(file=sys.stderr)
+    print(f"wrote {args.out}: {counts['expressions']} expressions of {counts['videos']} videos "
+          f"({counts['refused']} refused: refused.json)")
+    return counts
+
+
+def score_ref_youtube_vos(args) -> dict[str, float]:
+    from referring.ref_youtube_vos import evaluate_ref_youtube_vos
+
+    report = evaluate_ref_youtube_vos(args.meta, args.annotations, args.pred)
+    print(json.dumps(report["metrics"], indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return report["metrics"]
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grove referring", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -102,18 +133,37 @@ def parser() -> argparse.ArgumentParser:
     how.add_argument("--first-phrase", action="store_true",
                      help="score the query-blind floor: every query answered with the caption's first phrase")
     s.add_argument("--out", default=None, help="write the scores as JSON here")
+    s = sub.add_parser("benchmark", help="ground every expression of MeViS or Ref-YouTube-VOS into its submission")
+    s.add_argument("--benchmark", choices=("mevis", "ref-youtube-vos"), required=True)
+    s.add_argument("--meta", required=True, help="meta_expressions.json as distributed")
+    s.add_argument("--frames", required=True, help="the JPEGImages folder (<video>/<frame>.jpg)")
+    s.add_argument("--config", action="append", required=True)
+    s.add_argument("--ckpt-path", required=True)
+    s.add_argument("--objectness-threshold", type=float, default=None)
+    s.add_argument("--limit", type=int, default=None, help="the first N videos only")
+    s.add_argument("--out", required=True, help="the submission folder")
+    s = sub.add_parser("score-ref-youtube-vos", help="J&F of a Ref-YouTube-VOS (or Ref-DAVIS17) submission")
+    s.add_argument("--meta", required=True, help="meta_expressions.json with each expression's obj_id")
+    s.add_argument("--annotations", required=True, help="the true Annotations folder (<video>/<frame>.png)")
+    s.add_argument("--pred", required=True, help="the submission folder (holding Annotations/)")
+    s.add_argument("--out", default=None, help="write the report as JSON here")
     return p
 
 
 def main(argv: list[str] | None = None):
     args, overrides = parser().parse_known_args(argv)
-    if args.command != "predict" or any(not o.startswith(("--model.", "--data.", "--trainer.")) for o in overrides):
-        if overrides:
-            parser().error(f"unrecognised arguments: {' '.join(overrides)}")
+    takes_overrides = args.command in ("predict", "benchmark")
+    bad = [o for o in overrides if not takes_overrides or not o.startswith(("--model.", "--data.", "--trainer."))]
+    if bad:
+        parser().error(f"unrecognised arguments: {' '.join(bad)}")
     if args.command == "synthetic-set":
         return synthetic_set(args)
     if args.command == "predict":
         return predict(args, overrides)
+    if args.command == "benchmark":
+        return benchmark(args, overrides)
+    if args.command == "score-ref-youtube-vos":
+        return score_ref_youtube_vos(args)
     return score(args)
 
 

@@ -6,7 +6,8 @@ Grounds each query (a phrase, or a sentence with its phrases marked ``<p>...</p>
 boxed or absent by the objectness. Writes ``DIR/predictions.json`` (the predictions format, one entry
 per query, plus ``query``, ``referent`` and every frame's ``objectness``) and ``DIR/ground.mp4`` (the
 video with each query's referent drawn in its own colour). With ``--config configs/masks.yaml``
-stacked, every kept box has a mask too.
+stacked, every kept box has a mask too. ``--clip-seconds`` grounds a long video clip by clip, each
+query's tube joined across the clips (:mod:`longvideo.query_tubes`).
 """
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--end-frame", type=int, default=None, help="last source frame (default the last)")
     p.add_argument("--objectness-threshold", type=float, default=None,
                    help="keep a box when its objectness reaches this (default the model's)")
+    p.add_argument("--clip-seconds", type=float, default=None,
+                   help="long-video mode: cut the video into clips of this length, each query's tube joined across "
+                        "them (default: the clip --start-frame..--end-frame as one clip)")
+    p.add_argument("--stride-seconds", type=float, default=None, help="with --clip-seconds: the clips' stride")
     p.add_argument("--no-video", action="store_true", help="write predictions.json only")
     return p
 
@@ -51,6 +56,8 @@ def main(argv: list[str] | None = None) -> Path:
         parser().error(f"unrecognised arguments: {' '.join(bad)}")
     from models.grove.query_grounding import parse_queries, parse_query, queries_as_prediction
 
+    if args.clip_seconds is not None and (args.start_frame is not None or args.end_frame is not None):
+        parser().error("--clip-seconds grounds the whole video: leave out --start-frame and --end-frame")
     for query in args.query:  # malformed queries are refused before the model is built
         parse_query(query)
     module, datamodule = build_module(args.config, args.ckpt_path, overrides)
@@ -58,7 +65,15 @@ def main(argv: list[str] | None = None) -> Path:
     parse_queries(model, args.query)  # refuse a bad query before the video is read
     processor = processor_of(module, datamodule)
     video = str(Path(args.video).resolve())
-    entries = processor.ground(model, video, args.query, args.start_frame, args.end_frame, args.objectness_threshold)
+    if args.clip_seconds is None:
+        entries = processor.ground(model, video, args.query, args.start_frame, args.end_frame,
+                                   args.objectness_threshold)
+    else:
+        from longvideo.query_tubes import ground_video_queries
+
+        if args.objectness_threshold is not None:
+            processor.inference["objectness_threshold"] = args.objectness_threshold
+        entries = ground_video_queries(model, processor, video, args.query, args.clip_seconds, args.stride_seconds)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "predictions.json").write_text(json.dumps(entries, indent=1), encoding="utf-8")

@@ -44,3 +44,10 @@ def test_grove_ground_refuses_an_empty_query_in_one_line(checkpoint, tiny_synthe
         grove(["ground", str(video), "--query", " ", "--config", str(DEMO_CONFIG), "--ckpt-path", str(checkpoint),
                "--out", str(tmp_path / "out"), *TINY_MODEL_ARGS])
     assert not (tmp_path / "out").exists()
+
+
+def test_long_video_mode_takes_the_whole_video(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        grove(["ground", "v.mp4", "--query", "a", "--config", "c.yaml", "--ckpt-path", "x.ckpt", "--out",
+               str(tmp_path), "--clip-seconds", "8", "--start-frame", "10"])
+    assert exit_info.value.code == 2 and "leave out --start-frame" in capsys.readouterr().err

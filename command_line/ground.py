@@ -40,13 +40,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def processor_of(module, datamodule):
-    """The :class:`GroveProcessor` a trained GroveModule predicts with: its data module's preprocessing, its
-    inference settings and its masker."""
-    from models.grove.processing import GroveProcessor
+    """The processor a trained GroveModule predicts with (:func:`models.grove.query_grounding.module_processor`)."""
+    from models.grove.query_grounding import module_processor
 
-    inference = {"objectness_threshold": module.objectness_threshold, "objectness_strict": module.objectness_strict,
-                 "window_mode": module.window_mode}
-    return GroveProcessor(dict(getattr(datamodule, "hparams", {}) or {}), inference, masker=module.masker)
+    return module_processor(module, getattr(datamodule, "hparams", None))
 
 
 def main(argv: list[str] | None = None) -> Path:

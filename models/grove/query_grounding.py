@@ -165,6 +165,16 @@ def ground_queries(model, sample: dict[str, Any], queries: Sequence[GroundingQue
     return results
 
 
+def module_processor(module, data_hparams: dict | None = None):
+    """The :class:`models.grove.processing.GroveProcessor` a trained GroveModule predicts with: its data module's
+    preprocessing (``data_hparams``), its inference settings and its masker (read by attribute: no Lightning)."""
+    from models.grove.processing import GroveProcessor
+
+    inference = {"objectness_threshold": module.objectness_threshold, "objectness_strict": module.objectness_strict,
+                 "window_mode": module.window_mode}
+    return GroveProcessor(dict(data_hparams or {}), inference, masker=getattr(module, "masker", None))
+
+
 def referent_tube(entry: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """A query's referent on the frames where it is kept: source frame -> ``{"box", "score"[, "mask"]}``
     (the first box labelled with the referent; a repeated phrase keeps its first slot)."""
@@ -198,5 +208,5 @@ def queries_as_prediction(entries: dict[str, dict]) -> dict[str, Any]:
             "frames": [frames[f] for f in sorted(frames)]}
 
 
-__all__ = ["GroundingQuery", "QueryError", "check_query", "context_length", "ground_queries", "parse_queries",
-           "parse_query", "queries_as_prediction", "query_key", "query_samples", "referent_tube"]
+__all__ = ["GroundingQuery", "QueryError", "check_query", "context_length", "ground_queries", "module_processor",
+           "parse_queries", "parse_query", "queries_as_prediction", "query_key", "query_samples", "referent_tube"]

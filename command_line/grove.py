@@ -26,6 +26,8 @@ VERBS: dict[str, tuple[str, str, str]] = {
     "pointing": ("metrics.commands.pointing", "main", "pointing-game accuracy (YouCook-Interactions, GroundingYT)"),
     "mevis": ("metrics.commands.mevis", "main", "MeViS J&F of predicted masks"),
     "threshold-sweep": ("metrics.commands.threshold_sweep", "main", "the objectness-threshold sweep"),
+    "ground": ("command_line.ground", "main", "ground phrases or tagged sentences a user asks on a video"),
+    "referring": ("command_line.referring", "main", "referring benchmarks: the synthetic set, MeViS, Ref-YouTube-VOS"),
     "annotate": ("annotation.__main__", "main", "the automatic annotation pipeline"),
     "judge": ("judge.application.commands", "main", "the caption judge"),
     "agreement": ("agreement.__main__", "main", "metric-human agreement tables"),

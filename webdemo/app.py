@@ -14,6 +14,7 @@ from webdemo.judging import ClipJudge
 from webdemo.long_video import LongVideoResult, long_video_summary
 from webdemo.plot import objectness_figure
 from webdemo.predictor import DemoPredictor, ServerStopping, Settings
+from webdemo.query import ask_handlers
 from webdemo.results import DemoResult, caption_html, clip_label, draw_frame, summary_markdown
 from webdemo.samples import Sample
 from webdemo.timeline import entity_choices, segments_html, tube_html
@@ -244,6 +245,12 @@ def build_app(predictor: DemoPredictor, workspace: Workspace, samples: Sequence[
                     frame_image = gr.Image(label="frame at full size", interactive=False, format="png",
                                            elem_id="grove-frame")
                     plot = gr.Plot(label="objectness over time", elem_id="grove-plot")
+                    with gr.Row():
+                        query_in = gr.Textbox(label="ask: a phrase, or a sentence with its phrases in <p>...</p>",
+                                              elem_id="grove-query", scale=4)
+                        ask = gr.Button("Ground the query", elem_id="grove-ask", scale=1)
+                    query_answer = gr.Markdown(elem_id="grove-query-answer")
+                    query_state = gr.State(None)
         components = {"status": status, "annotated": annotated, "clips": clips, "caption": caption, "plot": plot,
                       "frame_slider": frame_slider, "frame_image": frame_image, "frame_label": frame_label,
                       "judged": judged, "json_file": json_file, "mp4_file": mp4_file, "clip_box": clip_box,
@@ -254,7 +261,11 @@ def build_app(predictor: DemoPredictor, workspace: Workspace, samples: Sequence[
                   outputs=[components[name] for name in OUTPUTS], concurrency_limit=1, concurrency_id="predict")
         clips.input(clip_view, inputs=[state, clips],
                     outputs=[caption, plot, frame_slider, frame_image, frame_label, judged])
-        frame_slider.input(frame_view, inputs=[state, clips, frame_slider], outputs=[frame_image, frame_label],
-                           trigger_mode="always_last")
+        slid = frame_slider.input(frame_view, inputs=[state, clips, frame_slider], outputs=[frame_image, frame_label],
+                                  trigger_mode="always_last")
         entities.change(entity_tube, inputs=[timeline_state, entities], outputs=[tube])
+        ask_query, redraw = ask_handlers(predictor)
+        ask.click(ask_query, inputs=[state, query_in, threshold, clips, frame_slider],
+                  outputs=[query_answer, frame_image, query_state], concurrency_limit=1, concurrency_id="predict")
+        slid.then(redraw, inputs=[state, query_state, clips, frame_slider], outputs=[frame_image])  # answer on top
     return demo

@@ -177,6 +177,11 @@ class DemoPredictor:
                 self.long_video_error = f"{long_video_config} does not stack on the config: {reason}"
                 log.warning("long-video mode is off: %s", self.long_video_error)
 
+    @property
+    def lock(self) -> threading.Lock:
+        """Held while the model runs: one request (a prediction or a query) at a time."""
+        return self._lock
+
     def stop(self, timeout: float) -> bool:
         """Refuse new predictions, end the one in flight at its next batch and wait for it (at most
         ``timeout`` seconds); whether none is left running. Exiting while a prediction runs in

@@ -235,6 +235,24 @@ class GroveProcessor:
             **masks,
         }
 
+    # -- grounding what a user asks ------------------------------------------------------------------
+    @torch.no_grad()
+    def ground(self, model, video_path: str, queries, start_frame: int | None = None,
+               end_frame: int | None = None, objectness_threshold: float | None = None) -> dict[str, dict]:
+        """Ground ``queries`` (phrases, or sentences with ``<p>...</p>`` marked) on frames ``start_frame ..
+        end_frame`` of ``video_path``: per query key its boxes on every grid frame where the objectness
+        keeps them (:mod:`models.grove.query_grounding`); a QueryError names a query that cannot be grounded."""
+        from models.grove.query_grounding import ground_queries, parse_queries
+
+        checked = parse_queries(model, queries)
+        record = clip_record(video_path, start_frame, end_frame)
+        with open_video(Path("/"), record.video_fname) as video:
+            frames = video.read_frames(record.frame_indices.tolist())
+        threshold = self.inference["objectness_threshold"] if objectness_threshold is None else objectness_threshold
+        return ground_queries(model, self.sample(frames, record), checked, threshold,
+                              self.inference["objectness_strict"], self.inference["window_mode"], self.masker,
+                              frames if self.masker is not None else None)
+
 
 __all__ = ["GroveProcessor", "clip_record", "predict_clips", "processor_text_protocol", "DEFAULT_PREPROCESSING",
            "DEFAULT_INFERENCE"]

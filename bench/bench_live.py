@@ -25,15 +25,14 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 H100_BF16_PEAK = 989e12  # dense BF16 tensor-core FLOP/s of an H100 SXM
 MFU = 0.4
 
 
 def streams_per_h100(clip_seconds: float, stride_seconds: float, window_mode: str = "interleaved") -> str:
-    from sizing.flops import grove_flops
     from models.grove.windows import clip_windows
+    from sizing.flops import grove_flops
 
     grid_frames = int(round(clip_seconds * 5))
     windows = clip_windows(grid_frames, 8, window_mode)[0].shape[0]

@@ -14,7 +14,8 @@ from typing import Any, Callable, Sequence
 from callbacks.annotated_video_writer import ClipPrediction, grid_owners
 from datamodules.video_folder import clip_records
 from formats.video_files import open_video, probe_video
-from models.grove.query_grounding import ground_queries, parse_queries, query_key
+from models.grove.processing import ground_queries
+from models.grove.query_grounding import parse_queries, query_key
 
 
 def ground_video_queries(model, processor, video_path: str | Path, queries: Sequence[str],

@@ -36,7 +36,8 @@ from formats.mask_rle import decode_masks, encode_masks
 from formats.records import GroundedRecord
 from formats.unannotated_records import unannotated_record
 from formats.video_files import VideoInfo
-from models.grove.query_grounding import QueryError, ground_queries, parse_queries, query_key, referent_tube
+from models.grove.processing import ground_queries
+from models.grove.query_grounding import QueryError, parse_queries, query_key, referent_tube
 
 BENCHMARKS = ("mevis", "ref-youtube-vos")
 # Every listed frame is a grid frame: a record at 5 fps steps one frame at a time (formats.frame_grids).

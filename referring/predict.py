@@ -8,7 +8,8 @@ import numpy as np
 
 from formats.records import GroundedRecord
 from formats.video_files import open_video
-from models.grove.query_grounding import ground_queries, parse_queries
+from models.grove.processing import ground_queries
+from models.grove.query_grounding import parse_queries
 
 
 def ground_record_queries(model, processor, record: GroundedRecord, queries: Sequence[str],

@@ -20,7 +20,8 @@ from formats.records import GroundedRecord
 from formats.unannotated_records import unannotated_record
 from formats.video_files import probe_video
 from formats.video_reader import PyAVVideoSource
-from models.grove.query_grounding import ground_queries, module_processor, parse_queries, referent_tube
+from models.grove.processing import ground_queries, module_processor
+from models.grove.query_grounding import parse_queries, referent_tube
 from webdemo.results import DemoResult, frame_boxes, frame_masks
 
 ASKED = "asked: "

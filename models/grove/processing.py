@@ -30,7 +30,7 @@ from core.weights.pretrained_folder import CONFIG_FILE, PREPROCESSOR_FILE, resol
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -41,6 +41,7 @@ from formats.video_files import open_video
 from models.grove.clip_processing import GroundedCollate, clip_sample, evaluation_positions
 from models.grove.postprocessing import format_clip_predictions, objectness_by_clip
 from models.grove.prompting import RELEASED_TEXT_PROTOCOLS, package_tagged_text
+from models.grove.query_grounding import GroundingQuery, parse_queries, query_samples
 from models.grove.windows import batch_windows
 
 DEFAULT_PREPROCESSING = {"num_frames": 8, "global_image_size": 336, "global_resize": "squash",
@@ -242,8 +243,6 @@ class GroveProcessor:
         """Ground ``queries`` (phrases, or sentences with ``<p>...</p>`` marked) on frames ``start_frame ..
         end_frame`` of ``video_path``: per query key its boxes on every grid frame where the objectness
         keeps them (:mod:`models.grove.query_grounding`); a QueryError names a query that cannot be grounded."""
-        from models.grove.query_grounding import ground_queries, parse_queries
-
         checked = parse_queries(model, queries)
         record = clip_record(video_path, start_frame, end_frame)
         with open_video(Path("/"), record.video_fname) as video:
@@ -254,5 +253,48 @@ class GroveProcessor:
                               frames if self.masker is not None else None)
 
 
-__all__ = ["GroveProcessor", "clip_record", "predict_clips", "processor_text_protocol", "DEFAULT_PREPROCESSING",
-           "DEFAULT_INFERENCE"]
+
+# -- queries: the clip repeated once per query, teacher-forced through predict_clips ------------------------
+DEVICE_KEYS = ("global_frames", "grounding_frames", "frame_mask", "caption_positions")
+
+
+@torch.no_grad()
+def ground_queries(model, sample: dict[str, Any], queries: Sequence[GroundingQuery], objectness_threshold: float,
+                   objectness_strict: bool = False, window_mode: str = "interleaved", masker=None,
+                   source_frames: np.ndarray | None = None, queries_per_batch: int = 8) -> dict[str, dict]:
+    """Ground checked ``queries`` on one clip's evaluation ``sample`` -> per query key (:func:`query_key`) its
+    prediction-format entry (``caption`` the query's plain text, ``phrases``, ``frames``) plus ``query``,
+    ``referent`` and ``objectness`` (every phrase's probability on every frame, before the threshold).
+
+    ``source_frames`` (the clip's decoded frames at the video's size) are needed with a ``masker``."""
+    if masker is not None and source_frames is None:
+        raise ValueError("ground_queries: a masker needs the clip's source_frames")
+    device = next(model.parameters()).device
+    results: dict[str, dict] = {}
+    for start in range(0, len(queries), max(1, int(queries_per_batch))):
+        chunk = list(queries[start:start + queries_per_batch])
+        batch = GroundedCollate(None)(query_samples(sample, chunk, first=start))
+        batch.update({k: batch[k].to(device) for k in DEVICE_KEYS})
+        if masker is not None:
+            batch["source_frames"] = [source_frames] * len(chunk)
+        out = predict_clips(model, batch, objectness_threshold, objectness_strict, window_mode, "project",
+                            teacher_forced=True, report_objectness=True, masker=masker)
+        for key, query in zip(batch["keys"], chunk):
+            entry = out["predictions"][key]
+            # the referent as the model's parser writes it (what the frames' labels hold)
+            referent = entry["phrases"][0] if entry["phrases"] else query.referent
+            results[key] = {**entry, "query": query.text, "referent": referent,
+                            "objectness": out["objectness"][key]}
+    return results
+
+
+def module_processor(module, data_hparams: dict | None = None):
+    """The :class:`GroveProcessor` a trained GroveModule predicts with: its data module's
+    preprocessing (``data_hparams``), its inference settings and its masker (read by attribute: no Lightning)."""
+    inference = {"objectness_threshold": module.objectness_threshold, "objectness_strict": module.objectness_strict,
+                 "window_mode": module.window_mode}
+    return GroveProcessor(dict(data_hparams or {}), inference, masker=getattr(module, "masker", None))
+
+
+__all__ = ["GroveProcessor", "clip_record", "predict_clips", "ground_queries", "module_processor",
+           "processor_text_protocol", "DEFAULT_PREPROCESSING", "DEFAULT_INFERENCE"]

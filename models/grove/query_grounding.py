@@ -18,11 +18,9 @@ from core.user_errors import UserInputError
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import numpy as np
 import torch
 
 from formats.records import PHRASE_TAG, TAG, strip_tags
-from models.grove.clip_processing import GroundedCollate
 from models.grove.prompting import GROVE_SPECIAL_TOKENS, OFFICIAL_ADDED_TOKENS, format_target
 
 
@@ -130,51 +128,6 @@ def query_samples(sample: dict[str, Any], queries: Sequence[GroundingQuery], fir
     return out
 
 
-DEVICE_KEYS = ("global_frames", "grounding_frames", "frame_mask", "caption_positions")
-
-
-@torch.no_grad()
-def ground_queries(model, sample: dict[str, Any], queries: Sequence[GroundingQuery], objectness_threshold: float,
-                   objectness_strict: bool = False, window_mode: str = "interleaved", masker=None,
-                   source_frames: np.ndarray | None = None, queries_per_batch: int = 8) -> dict[str, dict]:
-    """Ground checked ``queries`` on one clip's evaluation ``sample`` -> per query key (:func:`query_key`) its
-    prediction-format entry (``caption`` the query's plain text, ``phrases``, ``frames``) plus ``query``,
-    ``referent`` and ``objectness`` (every phrase's probability on every frame, before the threshold).
-
-    ``source_frames`` (the clip's decoded frames at the video's size) are needed with a ``masker``."""
-    from models.grove.processing import predict_clips  # the one predict function (it imports this module's users)
-
-    if masker is not None and source_frames is None:
-        raise ValueError("ground_queries: a masker needs the clip's source_frames")
-    device = next(model.parameters()).device
-    results: dict[str, dict] = {}
-    for start in range(0, len(queries), max(1, int(queries_per_batch))):
-        chunk = list(queries[start:start + queries_per_batch])
-        batch = GroundedCollate(None)(query_samples(sample, chunk, first=start))
-        batch.update({k: batch[k].to(device) for k in DEVICE_KEYS})
-        if masker is not None:
-            batch["source_frames"] = [source_frames] * len(chunk)
-        out = predict_clips(model, batch, objectness_threshold, objectness_strict, window_mode, "project",
-                            teacher_forced=True, report_objectness=True, masker=masker)
-        for key, query in zip(batch["keys"], chunk):
-            entry = out["predictions"][key]
-            # the referent as the model's parser writes it (what the frames' labels hold)
-            referent = entry["phrases"][0] if entry["phrases"] else query.referent
-            results[key] = {**entry, "query": query.text, "referent": referent,
-                            "objectness": out["objectness"][key]}
-    return results
-
-
-def module_processor(module, data_hparams: dict | None = None):
-    """The :class:`models.grove.processing.GroveProcessor` a trained GroveModule predicts with: its data module's
-    preprocessing (``data_hparams``), its inference settings and its masker (read by attribute: no Lightning)."""
-    from models.grove.processing import GroveProcessor
-
-    inference = {"objectness_threshold": module.objectness_threshold, "objectness_strict": module.objectness_strict,
-                 "window_mode": module.window_mode}
-    return GroveProcessor(dict(data_hparams or {}), inference, masker=getattr(module, "masker", None))
-
-
 def referent_tube(entry: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """A query's referent on the frames where it is kept: source frame -> ``{"box", "score"[, "mask"]}``
     (the first box labelled with the referent; a repeated phrase keeps its first slot)."""
@@ -208,5 +161,5 @@ def queries_as_prediction(entries: dict[str, dict]) -> dict[str, Any]:
             "frames": [frames[f] for f in sorted(frames)]}
 
 
-__all__ = ["GroundingQuery", "QueryError", "check_query", "context_length", "ground_queries", "module_processor",
+__all__ = ["GroundingQuery", "QueryError", "check_query", "context_length",
            "parse_queries", "parse_query", "queries_as_prediction", "query_key", "query_samples", "referent_tube"]

@@ -31,6 +31,7 @@ INPUT_ERROR_NAMES = frozenset({
     "formats.video.VideoDecodeError",
     "judge.data.readers.JudgeDataError",
     "metrics.functional.grounding.GroundingInputError",
+    "metrics.protocols.mevis.MevisFormatError",
     "metrics.protocols.pointing.PointingInputError",
     "webdemo.upload.UploadError",
     "yaml.error.YAMLError",

@@ -1,6 +1,7 @@
 """GroveModule: training and evaluation logic for GROVE. The architecture lives in models/."""
 from __future__ import annotations
 
+from core.user_errors import UserInputError
 from core.weights.dtypes import refuse_dtype_mismatch
 
 import warnings
@@ -197,7 +198,7 @@ class GroveModule(L.LightningModule):
 
     def setup(self, stage: str) -> None:
         if stage == "fit" and self.weight_quantization is not None:
-            raise ValueError(f"model.weight_quantization={self.weight_quantization}: quantised weights are for "
+            raise UserInputError(f"model.weight_quantization={self.weight_quantization}: quantised weights are for "
                              "predict, test and validate; fit without it (set model.weight_quantization=null)")
 
     def quantize_for_inference(self) -> None:

@@ -82,9 +82,9 @@ class PredictionWriter(L.Callback):
         if stage in self.stages:
             folder = self.folder(trainer)
             if trainer.global_rank == 0:  # refused before any work: a foreign folder, a link at the file's name
+                output_file(folder, f"predictions_{stage}.json")
                 if stage == "predict":
                     claim_output_folder(folder, "cli.py predict", option="predictions folder", overwrite_option=None)
-                output_file(folder, f"predictions_{stage}.json")
             self._hold.take(trainer, folder, f"cli.py {stage} (predictions)")
 
     def teardown(self, trainer, pl_module, stage):

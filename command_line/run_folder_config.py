@@ -22,10 +22,10 @@ def claim_run_folder(folder: str | Path, stage: str, names: tuple[str, ...] = ()
     """Check ``folder`` for a run of ``stage``: claimed for predict, and every file of ``names`` a
     plain file inside it (raises :class:`core.output_folder.OutputFolderError`)."""
     folder = Path(folder)
+    for name in names:  # a link is named as such, before the folder is judged
+        output_file(folder, name)
     if stage == "predict":
         claim_output_folder(folder, PREDICT_COMMAND, option="run folder", overwrite_option=None)
-    for name in names:
-        output_file(folder, name)
     return folder
 
 

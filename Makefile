@@ -8,8 +8,12 @@ export PYTHONPATH := $(CURDIR)
 setup:
 	bash scripts/setup.sh
 
+# CPU numerics pinned to the AVX2 code paths for the demo and every process it starts: MKL, oneDNN and
+# ATen otherwise pick kernels by the CPU (AVX-512 where present), and their sums differ in the last bits.
+DEMO_NUMERICS := MKL_CBWR=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
+
 demo: setup
-	$(VENV)/bin/grove demo
+	$(DEMO_NUMERICS) $(VENV)/bin/grove demo
 
 # The web demo on the newest best checkpoint `make demo` wrote (http://127.0.0.1:7860).
 webdemo: setup

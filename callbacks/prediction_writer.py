@@ -1,7 +1,7 @@
 """Writes the predictions file (:mod:`formats.predictions`) into the run folder: one JSON per evaluation."""
 from __future__ import annotations
 
-from core.output_folder import hold_run_folder, output_file
+from core.output_folder import claim_output_folder, hold_run_folder, output_file
 
 from contextlib import ExitStack
 from pathlib import Path
@@ -39,11 +39,26 @@ class RunFolderHold:
             stack.close()
 
 
+def gather_clips(trainer: L.Trainer, clips: dict[str, dict]) -> dict[str, dict]:
+    """Every rank's ``clips`` merged by key on every rank (one process: ``clips`` itself)."""
+    if trainer.world_size <= 1:
+        return dict(clips)
+    import torch.distributed as dist
+
+    parts: list = [None] * trainer.world_size
+    dist.all_gather_object(parts, clips)
+    merged: dict[str, dict] = {}
+    for part in parts:
+        merged.update(part or {})
+    return merged
+
+
 class PredictionWriter(L.Callback):
     """Collects ``outputs["predictions"]`` of test/predict batches; writes ``predictions_<stage>.json``.
 
-    Under DDP each rank writes its own ``predictions_<stage>.rank<k>.json``; clips repeated by
-    the sampler's padding carry the same key and are written once.
+    Under DDP rank 0 gathers every rank's clips and writes the one ``predictions_<stage>.json``
+    a single process would write; a clip key found on two ranks (a sampler that pads with repeats)
+    is written once.
     """
 
     def __init__(self, output_dir: str | None = None, stages: tuple[str, ...] = ("test", "predict")):
@@ -63,8 +78,14 @@ class PredictionWriter(L.Callback):
         return Path(self.output_dir) if self.output_dir else run_dir(trainer)
 
     def setup(self, trainer, pl_module, stage):
+        stage = getattr(stage, "value", stage)
         if stage in self.stages:
-            self._hold.take(trainer, self.folder(trainer), f"cli.py {getattr(stage, 'value', stage)} (predictions)")
+            folder = self.folder(trainer)
+            if trainer.global_rank == 0:  # refused before any work: a foreign folder, a link at the file's name
+                output_file(folder, f"predictions_{stage}.json")
+                if stage == "predict":
+                    claim_output_folder(folder, "cli.py predict", option="predictions folder", overwrite_option=None)
+            self._hold.take(trainer, folder, f"cli.py {stage} (predictions)")
 
     def teardown(self, trainer, pl_module, stage):
         self._hold.release()
@@ -80,11 +101,12 @@ class PredictionWriter(L.Callback):
         if stage not in self.stages:
             self.buffer = {}
             return
-        suffix = f".rank{trainer.global_rank}" if trainer.world_size > 1 else ""
-        path = write_predictions(dict(sorted(self.buffer.items())),
-                                 output_file(self.folder(trainer), f"predictions_{stage}{suffix}.json"))
-        self.last_paths[stage] = path
+        merged = gather_clips(trainer, self.buffer)
         self.buffer = {}
+        path = output_file(self.folder(trainer), f"predictions_{stage}.json")
+        if trainer.global_rank == 0:
+            write_predictions(dict(sorted(merged.items())), path)
+        self.last_paths[stage] = path
 
     def on_test_epoch_start(self, trainer, pl_module):
         self.buffer = {}

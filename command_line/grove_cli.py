@@ -1,6 +1,6 @@
 """The command line (``python cli.py fit|validate|test|predict``): :class:`GroveCLI`, the project's
 config loading (:class:`core.config_loader.ConfigLoader`) that also runs the subcommand and saves
-the run's config next to its logs. Only entry points (``cli.py``, ``scripts/``, ``bench/``,
+the run's config next to its logs. Only entry points (``cli.py``, ``command_line.grove``, ``bench/``,
 ``experiments/``) import this package; libraries that build what a config names use
 :class:`core.config_loader.ConfigLoader`.
 """
@@ -9,6 +9,8 @@ from __future__ import annotations
 from core.config_loader import ConfigLoader
 
 from lightning.pytorch.utilities import rank_zero_warn
+
+from command_line.run_folder_config import RunFolderConfig, claim_run_folder
 
 
 def untrained_weights_warning(subcommand: str | None, ckpt_path) -> str | None:
@@ -35,12 +37,18 @@ class GroveCLI(ConfigLoader):
                 rank_zero_warn(warning)
         super().before_instantiate_classes()
 
+    def before_predict(self) -> None:
+        # predict may be pointed at any folder: claimed before the weights are loaded or a logger writes
+        if self.trainer.global_rank == 0 and self.trainer.logger is not None:
+            claim_run_folder(self.trainer.log_dir, "predict", ("config.yaml", "predictions_predict.json"))
+
 
 def cli_main(args: list[str] | None = None, run: bool = True) -> GroveCLI:
     """Run the CLI; tests call this in-process with a list of arguments."""
     return GroveCLI(
         subclass_mode_model=True,
         subclass_mode_data=True,
+        save_config_callback=RunFolderConfig,  # config.yaml only into a folder the run owns, never through a link
         save_config_kwargs={"overwrite": True},
         parser_kwargs={"parser_mode": "omegaconf"},
         args=args,

@@ -72,7 +72,8 @@ def claim_output_folder(path: str | Path, command: str, overwrite: bool = False,
         raise OutputFolderError(f"{option} {folder} is a file, not a folder; choose a folder to write into")
     folder.mkdir(parents=True, exist_ok=True)
     marker = _read_marker(folder)
-    others = sorted(entry.name for entry in folder.iterdir() if entry.name not in _OWN_NAMES)
+    others = sorted(entry.name for entry in folder.iterdir()  # a marker being written by a run beside this one
+                    if entry.name not in _OWN_NAMES and not entry.name.startswith(f".{MARKER_NAME}."))
     hint = f", or pass {overwrite_option} to write into it" if overwrite_option else ""
     if not overwrite:
         if marker is not None and marker.get("command") != command:

@@ -31,6 +31,7 @@ INPUT_ERROR_NAMES = frozenset({
     "formats.video_reader.VideoDecodeError",
     "judge.data.readers.JudgeDataError",
     "metrics.functional.frame_boxes.GroundingInputError",
+    "metrics.protocols.mevis.MevisFormatError",
     "metrics.protocols.pointing.PointingInputError",
     "webdemo.upload.UploadError",
     "yaml.error.YAMLError",
@@ -40,14 +41,16 @@ INPUT_ERROR_NAMES = frozenset({
 def input_error_types() -> tuple[type[BaseException], ...]:
     """The core exception types that mean "the input is wrong", not "the code is wrong"."""
     from core.class_paths import ClassPathError
+    from core.folder_lock import FolderInUseError
     from core.json_file import JSONFileError
     from core.output_files import OutputIsInputError
+    from core.output_paths import OutputFolderError
     from core.weights.files import WeightFileError
     from core.weights.pretrained_folder import PretrainedFolderError
 
     return (UserInputError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError,
             FileExistsError, json.JSONDecodeError, JSONFileError, ClassPathError, OutputIsInputError,
-            WeightFileError, PretrainedFolderError)
+            WeightFileError, PretrainedFolderError, OutputFolderError, FolderInUseError)
 
 
 def is_input_error(err: BaseException) -> bool:

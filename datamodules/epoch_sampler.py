@@ -4,8 +4,10 @@ Training draws depend on (seed, epoch, index). DataLoader workers hold copies of
 an epoch counter set on the dataset in the main process would not reach them (persistent
 workers). Instead the sampler yields ``(index, epoch)`` pairs: Lightning calls ``set_epoch`` on
 it every epoch, and the pairs travel to whichever worker loads them. It also shards across
-processes itself (padding with repeats like ``DistributedSampler``), so configs set
-``trainer.use_distributed_sampler: false``.
+processes itself, so configs set ``trainer.use_distributed_sampler: false``: training pads with
+repeats like ``DistributedSampler`` (every process takes the same number of steps), evaluation
+(``pad=False``) gives every clip to exactly one process, so epoch figures summed over processes
+count each clip once whatever the world size.
 
 :class:`EpochDataLoader` starts its workers on the first batch asked for, not when ``iter()`` is
 called: Lightning creates the first epoch's iterator before it calls ``set_epoch``, and worker
@@ -24,7 +26,7 @@ from torch.utils.data import DataLoader, Sampler
 
 class EpochIndexSampler(Sampler):
     def __init__(self, num_samples: int, shuffle: bool, seed: int = 0,
-                 num_replicas: int | None = None, rank: int | None = None):
+                 num_replicas: int | None = None, rank: int | None = None, pad: bool = True):
         self.num_samples_total = int(num_samples)
         self.shuffle = shuffle
         self.seed = int(seed)
@@ -34,7 +36,10 @@ class EpochIndexSampler(Sampler):
         if rank is None:
             rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
         self.num_replicas, self.rank = int(num_replicas), int(rank)
+        self.pad = bool(pad)
         self.per_replica = math.ceil(self.num_samples_total / self.num_replicas) if self.num_samples_total else 0
+        if not self.pad:  # ranks below the remainder take one more clip
+            self.per_replica = len(range(self.rank, self.num_samples_total, self.num_replicas))
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
@@ -51,6 +56,8 @@ class EpochIndexSampler(Sampler):
             order = torch.randperm(n, generator=g)
         else:
             order = torch.arange(n)
+        if not self.pad:
+            return iter([(i, self.epoch) for i in order[self.rank::self.num_replicas].tolist()])
         total = self.per_replica * self.num_replicas
         if total > n:  # pad with repeats so every process gets the same count
             order = torch.cat([order, order[: total - n].repeat(math.ceil((total - n) / n))[: total - n]])

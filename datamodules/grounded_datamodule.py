@@ -146,7 +146,7 @@ class GroundedVideoDataModule(L.LightningDataModule):
         return EpochDataLoader(
             dataset,
             batch_size=batch_size,
-            sampler=EpochIndexSampler(len(dataset), shuffle=train, seed=hp.seed),
+            sampler=EpochIndexSampler(len(dataset), shuffle=train, seed=hp.seed, pad=train),
             num_workers=hp.num_workers,
             collate_fn=self.collate_class(self.prompter, train=train, seed=hp.seed),
             persistent_workers=hp.num_workers > 0,

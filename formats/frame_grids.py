@@ -24,6 +24,12 @@ def annotation_step(fps: float) -> int:
     return max(1, int(round(float(fps) / ANNOTATION_FPS)))
 
 
+def annotation_grid_length(fps: float, start: int, end: int) -> int:
+    """``len(annotation_grid(fps, start, end))``, computed without building the grid (a damaged
+    record's range of 10**12 frames would otherwise allocate terabytes)."""
+    return max(0, (int(end) - int(start)) // annotation_step(fps) + 1)
+
+
 def annotation_grid(fps: float, start: int, end: int) -> np.ndarray:
     """Source-frame indices of the annotated frames: ``range(start, end + 1, round(fps / 5))``."""
     return np.arange(int(start), int(end) + 1, annotation_step(fps), dtype=np.int64)

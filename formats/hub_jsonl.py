@@ -255,15 +255,20 @@ class JsonlRecords(MappedRecordIndex):
         self._arrays: dict[str, np.ndarray] | None = None
         self._fd: int | None = None
 
+    def refuse_changed(self) -> None:
+        """A file or keys file that changed since it was indexed (``stat``: inode, size, times) is an
+        error: the index's offsets would hand out rows under other rows' keys."""
+        for what, path in (("file", self.source), ("keys file", self.keys_source)):
+            changed = identity_changed(self.meta.get("source" if what == "file" else "keys"), path) \
+                if path is not None else None
+            if changed:
+                raise RecordError(f"{path}: the {what} changed after it was indexed ({changed}; index "
+                                  f"{self.index_dir}); open it again to rebuild the index")
+
     def arrays(self) -> dict[str, np.ndarray]:
         """The memory-mapped index: ``starts``, ``lengths``, ``lines``, ``keys`` (file order), ``order``."""
         if self._arrays is None:
-            for what, path in (("file", self.source), ("keys file", self.keys_source)):
-                changed = identity_changed(self.meta.get("source" if what == "file" else "keys"), path) \
-                    if path is not None else None
-                if changed:
-                    raise RecordError(f"{path}: the {what} changed after it was indexed ({changed}; index "
-                                      f"{self.index_dir}); open it again to rebuild the index")
+            self.refuse_changed()
             self._arrays = {n: np.load(self.index_dir / f"{n}.npy", mmap_mode="r")
                             for n in ("starts", "lengths", "lines", "keys", "order")}
         return self._arrays
@@ -303,6 +308,7 @@ class JsonlRecords(MappedRecordIndex):
         position = self._check(position)
         arrays = self.arrays()
         start, length = int(arrays["starts"][position]), int(arrays["lengths"][position])
+        self.refuse_changed()  # on every read: a file rewritten in place after the first row was read
         try:
             blob = self._pread(self.source, start, length)
         except OSError as err:

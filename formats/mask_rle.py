@@ -60,6 +60,26 @@ def rle_runs_total(counts: str) -> int | None:
     return sum(runs)
 
 
+def _coordinate(value: Any, low: float, high: float, where: str, what: str) -> float:
+    """``value`` as a finite number in ``[low, high]``, else an error naming ``where``: pycocotools
+    rasterises a polygon with no check, and a NaN or a huge coordinate makes it allocate without bound."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}: {what} must be a number, got {type(value).__name__} {value!r:.40}")
+    value = float(value)
+    if not np.isfinite(value) or not low <= value <= high:
+        raise ValueError(f"{where}: {what} {value} is not a finite number in [{low:g}, {high:g}]")
+    return value
+
+
+def _count(value: Any, high: int, where: str, what: str) -> int:
+    """``value`` as an integer in ``[0, high]``, else an error naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+        raise ValueError(f"{where}: {what} must be a whole number, got {value!r:.40}")
+    if not 0 <= value <= high:
+        raise ValueError(f"{where}: {what} {value} is not in [0, {high}]")
+    return int(value)
+
+
 def to_compressed(entry: Any, height: int, width: int, where: str = "mask") -> RLE:
     """One mask given as a compressed RLE, an uncompressed RLE or COCO polygons -> a compressed RLE of
     size ``(height, width)``; anything else, or a size that differs from the frame's, is an error naming
@@ -67,11 +87,13 @@ def to_compressed(entry: Any, height: int, width: int, where: str = "mask") -> R
     if isinstance(entry, dict):
         if "counts" not in entry or "size" not in entry:
             raise ValueError(f"{where}: an RLE mask needs 'size' and 'counts', got keys {sorted(entry)}")
-        size = [int(v) for v in entry["size"]]
+        if not isinstance(entry["size"], (list, tuple)) or len(entry["size"]) != 2:
+            raise ValueError(f"{where}: mask size must be [height, width], got {entry['size']!r:.40}")
+        size = [_count(v, 1 << 20, where, "mask size") for v in entry["size"]]
         if size != [height, width]:
             raise ValueError(f"{where}: mask size {size} is not the frame's [height, width] {[height, width]}")
         if isinstance(entry["counts"], list):
-            if sum(int(c) for c in entry["counts"]) != height * width:
+            if sum(_count(c, height * width, where, "an RLE run") for c in entry["counts"]) != height * width:
                 raise ValueError(f"{where}: uncompressed RLE counts sum to {sum(entry['counts'])}, "
                                  f"not height*width = {height * width}")
             rle = mask_api.frPyObjects(entry, height, width)
@@ -86,10 +108,13 @@ def to_compressed(entry: Any, height: int, width: int, where: str = "mask") -> R
                              f"(its runs {'are malformed' if total is None else f'cover {total} pixels'})")
         return {"size": size, "counts": entry["counts"]}
     if isinstance(entry, list):
-        rings = [[float(v) for v in ring] for ring in entry]
-        if not rings or any(len(r) < 6 or len(r) % 2 for r in rings):
+        if not entry or any(not isinstance(r, list) or len(r) < 6 or len(r) % 2 for r in entry):
             raise ValueError(f"{where}: a polygon mask is a list of rings [x1, y1, x2, y2, ...] with at least "
                              "3 points each")
+        # COCO polygons may reach a little past the frame; a frame's size beyond any edge is refused
+        limits = ((-width, 2 * width, "x"), (-height, 2 * height, "y"))
+        rings = [[_coordinate(v, *limits[k % 2][:2], where, f"polygon {i} {limits[k % 2][2]} coordinate {k // 2}")
+                  for k, v in enumerate(ring)] for i, ring in enumerate(entry)]
         merged = mask_api.merge(mask_api.frPyObjects(rings, height, width))
         return {"size": [height, width], "counts": merged["counts"].decode("ascii")}
     raise ValueError(f"{where}: a mask is an RLE object or a list of polygons, got {type(entry).__name__}")

@@ -13,6 +13,7 @@ unchanged.
 """
 from __future__ import annotations
 
+from core.json_file import JSONFileError, parse_json, unique_keys
 from core.output_files import atomic_write
 from core.safe_names import safe_file_name, unsafe_id_reason
 
@@ -26,7 +27,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from formats.frame_grids import annotation_grid
+from formats.frame_grids import annotation_grid, annotation_grid_length
 from formats.jsonl_rows import raw_rows
 from formats.mask_rle import to_compressed
 from formats.record_errors import RecordError
@@ -203,7 +204,7 @@ class GroundedRecord:
 
         bboxes_raw = _as_list(raw["bboxes"], where, "bboxes")
         labels_raw = _as_list(raw["labels"], where, "labels")
-        grid_len = len(annotation_grid(fps, start, end))
+        grid_len = annotation_grid_length(fps, start, end)  # checked before any grid is built
         if len(bboxes_raw) != len(labels_raw):
             raise RecordError(
                 f"{where}: fields 'bboxes' and 'labels' cover {len(bboxes_raw)} and {len(labels_raw)} frames")
@@ -371,13 +372,16 @@ def _stream_records_json(text: str, path: Path) -> list[GroundedRecord] | None:
     head = _RECORDS_HEAD.match(text)
     if head is None or _RECORDS_TAIL.search(text) is None:
         return None
-    decoder, pos, end = json.JSONDecoder(), head.end(), _RECORDS_TAIL.search(text).start()
+    decoder, pos, end = json.JSONDecoder(object_pairs_hook=unique_keys), head.end(), _RECORDS_TAIL.search(text).start()
     records: list[GroundedRecord] = []
     while pos < end:
         try:
             raw, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as err:
             raise RecordError(f"{path}: not valid JSON ({err})") from None
+        except (JSONFileError, RecursionError) as err:
+            raise RecordError(f"{path}, record #{len(records)}: "
+                              f"{err if isinstance(err, JSONFileError) else 'nested too deeply to read'}") from None
         records.append(GroundedRecord.from_dict(raw, str(path), key=f"#{len(records)}"))
         if pos == end:
             break
@@ -395,9 +399,9 @@ def _file_records(path: Path) -> list[GroundedRecord]:
         if records is not None:
             return records
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise RecordError(f"{path}: not valid JSON ({err})") from None
+            data = parse_json(text, str(path))
+        except JSONFileError as err:
+            raise RecordError(str(err)) from None
         del text
         return _records_from_container(data, str(path))
     return _records_from_container(safe_load(path), str(path))

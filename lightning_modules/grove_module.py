@@ -1,6 +1,7 @@
 """GroveModule: training and evaluation logic for GROVE. The architecture lives in models/."""
 from __future__ import annotations
 
+from core.user_errors import UserInputError
 from core.weights.dtypes import refuse_dtype_mismatch
 
 import warnings
@@ -165,6 +166,7 @@ class GroveModule(L.LightningModule):
         # logged once per epoch as {stage}/box_hit_rate_tf[_1phrase|_2phrases|_3plus_phrases],
         # {stage}/box_other_object_rate_tf, {stage}/objectness_acc[_absent]
         # (objectness accuracy is the classifier's, at sigmoid >= 0.5, whatever objectness_threshold keeps)
+        self._eval_loss_sums: dict[str, dict[str, tuple[float, int]]] = {}  # stage -> loss -> (sum, clips)
         self.teacher_forced_metrics = torch.nn.ModuleDict(
             {stage: TeacherForcedGrounding() for stage in ("val", "test")})
 
@@ -197,7 +199,7 @@ class GroveModule(L.LightningModule):
 
     def setup(self, stage: str) -> None:
         if stage == "fit" and self.weight_quantization is not None:
-            raise ValueError(f"model.weight_quantization={self.weight_quantization}: quantised weights are for "
+            raise UserInputError(f"model.weight_quantization={self.weight_quantization}: quantised weights are for "
                              "predict, test and validate; fit without it (set model.weight_quantization=null)")
 
     def quantize_for_inference(self) -> None:
@@ -283,7 +285,10 @@ class GroveModule(L.LightningModule):
         bs = len(batch["keys"])
         with self.compute_context():
             losses, out, view = self.compute_losses(batch, batch["caption_positions"])
-        self.log_dict({f"{stage}/{k}": v for k, v in losses.items()}, batch_size=bs, sync_dist=True)
+        sums = self._eval_loss_sums.setdefault(stage, {})
+        for name, value in losses.items():  # clip-weighted sums, reduced over ranks at epoch end
+            total, count = sums.get(name, (0.0, 0))
+            sums[name] = (total + float(value.detach()) * bs, count + bs)
         self.teacher_forced_metrics[stage].update(out.boxes, out.objectness_logits, view["boxes"], view["present"],
                                                   batch["phrase_mask"])
         predictions = self.predict_clips(batch, masks=stage == "test")
@@ -294,6 +299,33 @@ class GroveModule(L.LightningModule):
 
     def test_step(self, batch, batch_idx):
         return self._eval_step(batch, "test")
+
+    def _log_eval_losses(self, stage: str) -> None:
+        """``{stage}/<loss>``: the mean over every clip of the epoch, each clip counted once whatever
+        the world size (the samplers give every evaluation clip to one process). Lightning's own
+        reduction of a logged mean averages the processes' means, which is not the mean over clips
+        when the processes saw different numbers of clips."""
+        sums = self._eval_loss_sums.pop(stage, {})
+        names = sorted(sums)
+        if self.trainer.world_size > 1:  # a process without clips still joins, with no names
+            import torch.distributed as dist
+
+            parts: list = [None] * self.trainer.world_size
+            dist.all_gather_object(parts, names)
+            names = sorted({name for part in parts for name in part})
+        if not names:
+            return
+        state = torch.tensor([[sums.get(n, (0.0, 0))[0] for n in names], [sums.get(n, (0.0, 0))[1] for n in names]],
+                             dtype=torch.float64, device=self.device)
+        state = self.trainer.strategy.reduce(state, reduce_op="sum")
+        self.log_dict({f"{stage}/{name}": (state[0, i] / state[1, i]).float() for i, name in enumerate(names)
+                       if state[1, i] > 0}, sync_dist=False)
+
+    def on_validation_epoch_start(self) -> None:
+        self._eval_loss_sums.pop("val", None)
+
+    def on_test_epoch_start(self) -> None:
+        self._eval_loss_sums.pop("test", None)
 
     def _log_teacher_forced(self, stage: str) -> None:
         metric = self.teacher_forced_metrics[stage]
@@ -306,9 +338,11 @@ class GroveModule(L.LightningModule):
         metric.reset()
 
     def on_validation_epoch_end(self) -> None:
+        self._log_eval_losses("val")
         self._log_teacher_forced("val")
 
     def on_test_epoch_end(self) -> None:
+        self._log_eval_losses("test")
         self._log_teacher_forced("test")
 
     def predict_step(self, batch, batch_idx, dataloader_idx: int = 0):

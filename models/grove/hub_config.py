@@ -16,8 +16,10 @@ with the reason.
 from __future__ import annotations
 
 from core.dict_merge import merge_dicts
+from core.user_errors import UserInputError
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -55,6 +57,38 @@ PACKAGE_DEFAULTS: dict[tuple[str, str], Any] = {
     (PREPROCESSOR_FILE, "num_frames"): 8, (PREPROCESSOR_FILE, "grounding_image_size"): 512,
     (PREPROCESSOR_FILE, "conv_type"): "llava_v1",
 }
+# What each setting must be (the package reads it with these types; a string "0.3" would reach the
+# project as a string): (description, check).
+_POSITIVE_INT = ("a positive integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0)
+_POSITIVE_NUMBER = ("a positive finite number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v) and v > 0)
+_BOOL = ("true or false", lambda v: isinstance(v, bool))
+_TEXT = ("a non-empty string", lambda v: isinstance(v, str) and bool(v))
+HUB_TYPES: dict[str, tuple[str, Any]] = {
+    **{key: _POSITIVE_INT for key in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                                      "num_attention_heads", "max_position_embeddings", "out_dim", "num_frames",
+                                      "grounding_image_size")},
+    "num_key_value_heads": ("a positive integer or null", lambda v: v is None or _POSITIVE_INT[1](v)),
+    "rms_norm_eps": _POSITIVE_NUMBER, "rope_theta": _POSITIVE_NUMBER,
+    "rope_scaling": ("an object or null", lambda v: v is None or isinstance(v, dict)),
+    "hidden_act": _TEXT, "conv_type": _TEXT,
+    **{key: _BOOL for key in ("tie_word_embeddings", "attention_bias", "mlp_bias", "use_temp_objectness")},
+    "temp_objectness_threshold": ("a number in [0, 1]", lambda v: isinstance(v, (int, float))
+                                  and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1),
+    "mm_vision_select_layer": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+}
+HUB_MODEL_TYPE = "grove"
+
+
+def check_hub_value(path: Path, key: str, value: Any) -> Any:
+    """``value`` of ``key`` in the folder file ``path`` if it has the type and range the package reads;
+    otherwise a :class:`core.user_errors.UserInputError` naming the file, the key and what it must be."""
+    what, ok = HUB_TYPES[key]
+    if not ok(value):
+        raise UserInputError(f"{path}: {key} must be {what}, got {json.dumps(value)[:60]}")
+    return value
+
+
 # The LlamaConfig keys above also describe the language model when the YAML gives it as a folder
 # (language_model.path), whose own config.json then holds them: they are compared only with llama_config.
 NOT_READ: dict[str, str] = {
@@ -116,6 +150,10 @@ def hub_settings(folder: str | Path) -> tuple[list[HubSetting], list[str]]:
     """The settings of a hub folder (:data:`HUB_SETTINGS`, the vision tower) and notes on what is not read."""
     folder = Path(folder)
     files = {CONFIG_FILE: _read_json(folder / CONFIG_FILE)}
+    model_type = files[CONFIG_FILE].get("model_type", HUB_MODEL_TYPE)
+    if model_type != HUB_MODEL_TYPE:
+        raise UserInputError(f"{folder / CONFIG_FILE}: model_type is {json.dumps(model_type)[:60]}, not "
+                             f"{HUB_MODEL_TYPE!r}: this folder holds another model, which this project cannot convert")
     notes = []
     if (folder / PREPROCESSOR_FILE).is_file():
         files[PREPROCESSOR_FILE] = _read_json(folder / PREPROCESSOR_FILE)
@@ -127,7 +165,7 @@ def hub_settings(folder: str | Path) -> tuple[list[HubSetting], list[str]]:
         if name not in files:
             continue
         present = key in files[name]
-        value = files[name][key] if present else PACKAGE_DEFAULTS[(name, key)]
+        value = check_hub_value(folder / name, key, files[name][key]) if present else PACKAGE_DEFAULTS[(name, key)]
         settings.append(HubSetting(name, key, target, value, not present))
     heads = next(s.value for s in settings if s.key == "num_attention_heads")
     settings = [HubSetting(s.file, s.key, s.target, heads, s.defaulted)

@@ -59,9 +59,12 @@ class QuantizationReport:
 
 
 def check_scheme(scheme: str, where: str = "quantization") -> str:
-    """``scheme`` if known; otherwise a ``ValueError`` naming ``where`` and the known schemes."""
+    """``scheme`` if known; otherwise a :class:`core.user_errors.UserInputError` naming ``where``
+    and the known schemes."""
     if scheme not in SCHEMES:
-        raise ValueError(f"{where}: unknown weight quantization scheme {scheme!r}; choose one of {SCHEMES} "
+        from core.user_errors import UserInputError
+
+        raise UserInputError(f"{where}: unknown weight quantization scheme {scheme!r}; choose one of {SCHEMES} "
                          "(or null for none)")
     return scheme
 

@@ -66,3 +66,19 @@ def test_the_order_is_drawn_when_the_first_batch_is_asked_for():
     sampler.set_epoch(4)
     assert batch[:, 0].tolist() == [i for i, _ in sampler]
     assert len(iterator) == 1
+
+
+def test_evaluation_shards_give_every_clip_to_exactly_one_process():
+    import random
+
+    rng = random.Random(0)
+    for _ in range(200):
+        n, world = rng.randint(1, 40), rng.randint(1, 8)
+        shuffle = rng.random() < 0.5
+        shards = [EpochIndexSampler(n, shuffle=shuffle, seed=3, num_replicas=world, rank=r, pad=False)
+                  for r in range(world)]
+        items = [[i for i, _ in shard] for shard in shards]
+        assert sorted(i for part in items for i in part) == list(range(n))  # each clip once, none repeated
+        assert [len(shard) for shard in shards] == [len(part) for part in items]
+        padded = [list(EpochIndexSampler(n, shuffle=shuffle, seed=3, num_replicas=world, rank=r)) for r in range(world)]
+        assert len({len(p) for p in padded}) == 1  # training still pads to equal steps

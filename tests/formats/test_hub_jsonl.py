@@ -382,3 +382,22 @@ def test_processes_opening_a_changed_file_together_all_get_the_right_index(tmp_p
             worker.join(timeout=60)
         assert outcomes == ["ok"] * processes, (round_, outcomes)
     assert open_jsonl_records(path).keys() == expected
+
+
+def test_a_file_rewritten_in_place_after_its_first_row_was_read_is_refused_on_the_next_read(tmp_path):
+    import random
+
+    rng = random.Random(1)
+    path = write_lines(tmp_path / "clips.jsonl", _rows("old"))
+    lazy = open_jsonl_records(path)
+    n = len(lazy)
+    first = rng.randrange(n)
+    assert lazy[first].key  # the index is mapped and the file open
+    with open(path, "r+b") as handle:  # same inode: only the size or the times tell
+        rows = _rows("new")
+        rng.shuffle(rows)
+        handle.write(("\n".join(rows) + "\n").encode())
+        handle.truncate()
+    for position in rng.sample(range(n), min(3, n)):
+        with pytest.raises(RecordError, match=r"clips.jsonl: the file changed after it was indexed"):
+            lazy[position]

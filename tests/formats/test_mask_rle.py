@@ -82,3 +82,30 @@ def test_runs_of_encoded_masks_cover_the_frame_and_garbage_is_refused(seed):
         assert rle_runs_total(rle["counts"]) == h * w
     with pytest.raises(ValueError, match="not a valid compressed RLE"):
         to_compressed({"size": [h, w], "counts": "@@@@"}, h, w)  # pycocotools itself accepts this string
+
+
+def test_bad_mask_numbers_are_named_before_rasterising():
+    import math
+    import random
+
+    import pytest
+
+    from formats.mask_rle import to_compressed
+
+    rng = random.Random(0)
+    bad_values = [math.nan, math.inf, -math.inf, 1e12, -1e12, "3", None, True, [1]]
+    for _ in range(60):
+        h, w = rng.randint(4, 64), rng.randint(4, 64)
+        ring = [float(rng.randint(0, w - 1)) if k % 2 == 0 else float(rng.randint(0, h - 1)) for k in range(8)]
+        assert to_compressed([list(ring)], h, w)["size"] == [h, w]  # a good polygon still passes
+        spot, value = rng.randrange(8), rng.choice(bad_values)
+        ring[spot] = value
+        where = f"gt.json, clip 'c{spot}', frame 3, mask 1"
+        with pytest.raises(ValueError, match=rf"clip 'c{spot}', frame 3, mask 1: polygon 0 [xy] coordinate"):
+            to_compressed([ring], h, w, where)
+    for size in (["4", 4], [4.5, 4], [-4, 4], [4], "4x4"):
+        with pytest.raises(ValueError, match="mask size"):
+            to_compressed({"size": size, "counts": [16]}, 4, 4, "m")
+    for counts in ([8, "8"], [8, -8, 16], [8, 8.5, 7.5], [math.nan, 16]):
+        with pytest.raises(ValueError, match="RLE run"):
+            to_compressed({"size": [4, 4], "counts": counts}, 4, 4, "m")

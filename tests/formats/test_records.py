@@ -260,3 +260,46 @@ def test_records_are_not_mutated_by_validation():
     before = copy.deepcopy(raw)
     GroundedRecord.from_dict(raw)
     assert raw == before
+
+
+def test_a_huge_frame_range_is_refused_before_any_grid_is_built():
+    import random
+    import tracemalloc
+
+    rng = random.Random(2)
+    for _ in range(20):
+        raw = raw_record()
+        raw["clip_end_frame"] = rng.choice([10 ** 12, 10 ** 15, 200 + rng.randint(1, 10 ** 9)])
+        tracemalloc.start()
+        expect_error(raw, "field 'bboxes' covers 6 frames")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 50 * 2 ** 20
+
+
+@pytest.mark.parametrize("text", [
+    '{"records": [RECORD], "records": [RECORD]}',
+    '{"records": [RECORD_DUP]}',
+    '{"other": 1, "records": [RECORD], "other": 2}',
+])
+def test_a_key_given_twice_is_refused_at_every_json_layer(tmp_path, text):
+    import json
+
+    record = json.dumps(raw_record())
+    dup = record[:-1] + ', "caption": "again"}'
+    path = tmp_path / "gt.json"
+    path.write_text(text.replace("RECORD_DUP", dup).replace("RECORD", record))
+    with pytest.raises(RecordError, match=r"gt.json.*given twice"):
+        read_records(path)
+
+
+def test_deep_nesting_is_named_not_a_recursion_error(tmp_path):
+    from core.json_file import JSONFileError, read_json
+
+    depth = 100_000
+    for name, text in (("deep.json", "[" * depth + "]" * depth),
+                       ("records.json", '{"records": [' + "[" * depth + "]" * depth + "]}")):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises((RecordError, JSONFileError), match=rf"{name}.*nested too deeply"):
+            read_records(path) if name == "records.json" else read_json(path)

@@ -49,7 +49,7 @@ def test_streamed_records_equal_whole_file_records(tmp_path, seed):
 @pytest.mark.parametrize("text, message", [
     ('{"records": [RECORD,]}', "not valid JSON"),        # trailing comma: not JSON
     ('{"records": [RECORD RECORD]}', "not valid JSON"),   # missing comma
-    ('{"records": [RECORD], "records": []}', None),       # JSON's last-key-wins: no records
+    ('{"records": [RECORD], "records": []}', "'records' is given twice"),  # never last-key-wins
     ('{"meta": 1, "records": [RECORD]}', "RECORD_OK"),    # other layouts are read whole
     ('{"records": [RECORD, 3]}', "expected a dict"),
 ])

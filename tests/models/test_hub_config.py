@@ -6,6 +6,7 @@ from __future__ import annotations
 from core.weights import read_weights
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,34 @@ def test_cli_given_a_hub_folder_names_the_converter(hub):
     with pytest.raises(ValueError, match="hub folder of the official GROVE package") as err:
         exported_module(hub)
     assert f"grove convert-grove {hub} " in str(err.value) and "--export" in str(err.value)
+
+
+def test_every_config_value_of_the_wrong_type_or_range_is_refused_naming_it(tmp_path):
+    from core.user_errors import UserInputError
+
+    import random
+
+    from models.grove.hub_config import HUB_TYPES
+
+    rng = random.Random(4)
+    wrong = ["0.3", None, True, -1, 0, 1.5, float("nan"), [1], {"a": 1}, ""]
+    (tmp_path / "config.json").write_text(json.dumps(HUB_CONFIG))
+    assert hub_settings(tmp_path)[0]  # the good config passes
+    for key in sorted(k for k in HUB_TYPES if k in HUB_CONFIG):
+        what, ok = HUB_TYPES[key]
+        bad = [v for v in wrong if not ok(v)]
+        value = rng.choice(bad)
+        (tmp_path / "config.json").write_text(json.dumps({**HUB_CONFIG, key: value}))
+        with pytest.raises(UserInputError, match=rf"config.json: {key} must be {re.escape(what)}"):
+            hub_settings(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({**HUB_CONFIG, "temp_objectness_threshold": "0.3"}))
+    with pytest.raises(UserInputError, match="temp_objectness_threshold must be a number in"):
+        hub_settings(tmp_path)
+
+
+def test_a_folder_of_another_model_type_is_refused_naming_it(tmp_path):
+    from core.user_errors import UserInputError
+
+    (tmp_path / "config.json").write_text(json.dumps({**HUB_CONFIG, "model_type": "llava"}))
+    with pytest.raises(UserInputError, match='model_type is "llava", not \'grove\''):
+        hub_settings(tmp_path)

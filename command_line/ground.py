@@ -41,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
 
 def processor_of(module, datamodule):
     """The processor a trained GroveModule predicts with (:func:`models.grove.query_grounding.module_processor`)."""
-    from models.grove.query_grounding import module_processor
+    from models.grove.processing import module_processor
 
     return module_processor(module, getattr(datamodule, "hparams", None))
 

@@ -31,17 +31,13 @@ MFU = 0.4
 
 
 def streams_per_h100(clip_seconds: float, stride_seconds: float, window_mode: str = "interleaved") -> str:
-    from models.grove.windows import clip_windows
-    from sizing.flops import grove_flops
+    from sizing.flops import grove_clip_flops
 
-    grid_frames = int(round(clip_seconds * 5))
-    windows = clip_windows(grid_frames, 8, window_mode)[0].shape[0]
-    per_window = grove_flops()
-    seconds = windows * per_window.seconds_per_clip(H100_BF16_PEAK, MFU)
-    return (f"released GROVE: {windows} windows of 8 frames per {clip_seconds:g}-s clip ({window_mode}), "
-            f"{windows * per_window.total / 1e12:.1f} TFLOP per clip (every window counted in full); one H100 at "
-            f"{MFU:.0%} MFU: {seconds:.2f} s per clip, {stride_seconds / seconds:.1f} streams at a "
-            f"{stride_seconds:g}-s stride")
+    clip = grove_clip_flops(grid_frames=int(round(clip_seconds * 5)), window_mode=window_mode)
+    seconds = clip.seconds_per_clip(H100_BF16_PEAK, MFU)
+    return (f"released GROVE: {clip.num_windows} windows of 8 frames per {clip_seconds:g}-s clip ({window_mode}) "
+            f"and one caption, {clip.total / 1e12:.1f} TFLOP per clip; one H100 at {MFU:.0%} MFU: "
+            f"{seconds:.2f} s per clip, {stride_seconds / seconds:.1f} streams at a {stride_seconds:g}-s stride")
 
 
 def main() -> None:

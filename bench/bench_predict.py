@@ -4,8 +4,9 @@ decoding in a thread of the model's process or inline between batches).
 
     PYTHONPATH=. python bench/bench_predict.py [--seconds 64] [--batch-sizes 1 8] [--flops-only]
 
-It first prints the released GROVE's forward FLOPs per 8-frame clip (sizing.flops, counted
-analytically) and what one H100 needs per clip at 40 % model FLOPs utilisation, for sizing a job.
+It first prints the released GROVE's forward FLOPs for the whole predict path of one 8-s clip
+(sizing.flops.grove_clip_flops, counted analytically: the caption, then every window of the clip's
+40 grid frames) and what one H100 needs per clip and per video-hour at 40 % MFU, for sizing a job.
 
 configs/demo.yaml with randomly initialised weights (no checkpoint: the towers' and the model's
 initial weights; the compute per clip is the trained model's), on one 455x256 25-fps video of
@@ -64,20 +65,24 @@ MFU = 0.4
 
 
 def print_flops() -> None:
-    """The released GROVE's forward FLOPs per clip by part, and the H100 time they need at ``MFU``."""
-    from sizing.flops import grove_flops
+    """The released GROVE's forward FLOPs for one whole 8-s clip by step, and the H100 time at ``MFU``."""
+    from sizing.flops import grove_clip_flops
 
-    flops = grove_flops()
-    parts = {"CLIP ViT-L/14-336 + adapters + VL": flops.global_tower,
-             "SAM ViT-H at 512 + adapters": flops.grounding_tower,
-             "LLaMA-7B, 686-token prompt + 64 new": flops.language_model,
-             "LQ + box decoder + heads": flops.box_decoder}
-    print("released GROVE, forward FLOPs per 8-frame clip (configs/official/grove.yaml, 5 phrases):")
+    clip = grove_clip_flops()
+    window = clip.per_window
+    print(f"released GROVE, forward FLOPs of predict on one 8-s clip ({clip.grid_frames} grid frames at 5 fps, "
+          f"{clip.num_windows} interleaved windows; configs/official/grove.yaml, 5 phrases):")
+    parts = {"caption: CLIP tower on 8 frames, LLaMA-7B 686-token prompt + 64 new": clip.caption,
+             f"{clip.num_windows} x CLIP ViT-L/14-336 + adapters + VL": clip.num_windows * window.global_tower,
+             f"{clip.num_windows} x SAM ViT-H at 512 + adapters": clip.num_windows * window.grounding_tower,
+             f"{clip.num_windows} x LLaMA-7B pass, 750 positions": clip.num_windows * window.language_model,
+             f"{clip.num_windows} x LQ + box decoder + heads": clip.num_windows * window.box_decoder}
     for name, value in parts.items():
-        print(f"  {name:<38} {value / 1e12:7.2f} TFLOP")
-    seconds = flops.seconds_per_clip(H100_BF16_PEAK, MFU)
-    print(f"  {'total':<38} {flops.total / 1e12:7.2f} TFLOP; one H100 at {MFU:.0%} MFU: "
-          f"{seconds * 1e3:.0f} ms per clip ({1 / seconds:.1f} clips/s)")
+        print(f"  {name:<66} {value / 1e12:7.2f} TFLOP")
+    seconds = clip.seconds_per_clip(H100_BF16_PEAK, MFU)
+    print(f"  {'total':<66} {clip.total / 1e12:7.2f} TFLOP; one H100 at {MFU:.0%} MFU: "
+          f"{seconds * 1e3:.0f} ms per clip, {3600 / seconds:.0f} clips ({3600 / seconds * 8 / 3600:.1f} "
+          f"video-hours) per GPU-hour, {450 * seconds / 3600:.3f} GPU-hours per video-hour")
 
 
 def main() -> None:

@@ -159,3 +159,67 @@ def grove_flops(frames: int = 8, prompt_text_tokens: int = 110, video_tokens: in
         language_model=llama_flops(prompt_text_tokens + video_tokens, new_tokens),
         box_decoder=box_decoder_flops(frames=frames, phrases=phrases),
     )
+
+
+@dataclass(frozen=True)
+class ClipPredictFlops:
+    """Forward FLOPs of ``cli.py predict`` on one whole clip (``predict_clips``), by step.
+
+    ``caption``: the global tower on the T caption frames, the prompt pass and greedy generation;
+    ``windows``: per window the global tower, the LLM's one pass over prompt and caption (no logits),
+    the grounding tower and the box decoder, times ``num_windows``."""
+
+    grid_frames: int
+    num_windows: int
+    caption: int
+    per_window: GroveFlops
+
+    @property
+    def windows(self) -> int:
+        return self.num_windows * self.per_window.total
+
+    @property
+    def total(self) -> int:
+        return self.caption + self.windows
+
+    def seconds_per_clip(self, peak_flops: float, utilisation: float) -> float:
+        """Time one whole clip needs at ``utilisation`` (model FLOPs utilisation) of ``peak_flops``."""
+        return self.total / (peak_flops * utilisation)
+
+
+def predict_windows(grid_frames: int, frames: int = 8, window_mode: str = "interleaved") -> int:
+    """Windows ``Grove.predict`` runs on a clip of ``grid_frames`` frames (models.grove.windows.batch_windows)."""
+    if window_mode in ("interleaved", "contiguous"):
+        return -(-grid_frames // frames)
+    if window_mode in ("official", "official_pointing"):
+        if grid_frames < frames:
+            return grid_frames if window_mode == "official" else 1
+        size, remainder = divmod(grid_frames, frames)
+        return size + remainder
+    raise ValueError(f"unknown window_mode {window_mode!r}")
+
+
+def grove_clip_flops(grid_frames: int = 40, frames: int = 8, prompt_text_tokens: int = 110, video_tokens: int = 576,
+                     new_tokens: int = 64, phrases: int = 5, window_mode: str = "interleaved",
+                     sizes: dict | None = None) -> ClipPredictFlops:
+    """The whole predict path of one clip of ``grid_frames`` grid frames (40: an 8-s clip at 5 fps).
+
+    ``Grove.predict`` (GROVE paper, supp. C) captions the clip once from T = ``frames`` frames, then
+    grounds the caption window by window: every window runs both towers on its T frames, the LLM's
+    prompt pass (prompt, video tokens and the ``new_tokens``-token tagged caption, hidden states
+    only) and the box decoder. ``sizes`` overrides the part functions' sizes for a smaller model:
+    keys ``clip``, ``sam``, ``llama``, ``box`` (dicts of their keyword arguments).
+    """
+    sizes = sizes or {}
+    clip, sam, llama, box = (dict(sizes.get(k) or {}) for k in ("clip", "sam", "llama", "box"))
+    global_tower = clip_tower_flops(frames=frames, pooled_tokens=video_tokens, **clip)
+    prompt = prompt_text_tokens + video_tokens
+    caption = global_tower + llama_flops(prompt, new_tokens, **llama)
+    grounding_pass = {k: v for k, v in llama.items() if k != "vocab"}
+    per_window = GroveFlops(
+        global_tower=global_tower,
+        grounding_tower=sam_tower_flops(frames=frames, **sam),
+        language_model=llama_flops(prompt + new_tokens, 0, **grounding_pass),
+        box_decoder=box_decoder_flops(frames=frames, phrases=phrases, **box),
+    )
+    return ClipPredictFlops(grid_frames, predict_windows(grid_frames, frames, window_mode), caption, per_window)

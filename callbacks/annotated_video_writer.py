@@ -144,11 +144,15 @@ class AnnotatedVideoWriter(L.Callback):
         line_width / font_size: drawing sizes in pixels (default: from the frame size).
         background: render in a writer thread during prediction (False: all at the epoch's end).
         max_queued: videos waiting for the writer thread before prediction waits.
+        enabled: False writes no MP4 and keeps no predictions (predictions only: ``--video=false``,
+            configs/overlays/no_video.yaml).
     """
 
     def __init__(self, output_dir: str | None = None, subdir: str = "annotated", only_videos: bool = True,
                  chunk_frames: int = 64, crf: int = 20, line_width: int | None = None,
-                 font_size: int | None = None, background: bool = True, max_queued: int = 2):
+                 font_size: int | None = None, background: bool = True, max_queued: int = 2,
+                 enabled: bool = True):
+        self.enabled = enabled
         self.output_dir = output_dir
         self.subdir = subdir
         self.only_videos = only_videos
@@ -173,7 +177,7 @@ class AnnotatedVideoWriter(L.Callback):
     def on_predict_epoch_start(self, trainer, pl_module):
         self.predictions, self.skipped, self.written = {}, {}, []
         self._shutdown_writer()
-        if not self.background or trainer.world_size > 1:
+        if not self.enabled or not self.background or trainer.world_size > 1:
             return
         plan = self._render_plan(trainer)
         if plan is None:
@@ -185,6 +189,8 @@ class AnnotatedVideoWriter(L.Callback):
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="annotated-mp4")
 
     def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        if not self.enabled:
+            return
         done = []
         if isinstance(outputs, dict) and outputs.get("predictions"):
             self.predictions.update(outputs["predictions"])
@@ -256,6 +262,8 @@ class AnnotatedVideoWriter(L.Callback):
                 self.skipped.setdefault(key, reason)
 
     def on_predict_epoch_end(self, trainer, pl_module):
+        if not self.enabled:  # the same on every rank: no rank enters the gather
+            return
         self._gather(trainer)
         try:
             plan = self._plan or self._render_plan(trainer)

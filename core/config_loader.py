@@ -229,6 +229,10 @@ class ConfigLoader(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:
         # The data pipeline tokenises with the model's own prompter (one tokenizer, one source).
         parser.link_arguments("model", "data.init_args.prompter", compute_fn=_prompter_of, apply_on="instantiate")
+        # every run's config.yaml carries it, so any loader of one knows the key (GroveCLI applies it)
+        parser.add_argument("--video", type=bool, default=True,
+                            help="predict: also write the annotated MP4s (false: the predictions files only; "
+                                 "configs/overlays/no_video.yaml)")
 
     def before_instantiate_classes(self) -> None:
         # Fail before building a 7B model, with every missing file listed at once.

@@ -15,6 +15,7 @@ are in the folder) and the LLM's full LLaMA configuration in ``language_model.ll
 """
 from __future__ import annotations
 
+from core.user_errors import UserInputError
 from core.weights.pretrained_folder import (
     CONFIG_FILE,
     PREPROCESSOR_FILE,
@@ -144,10 +145,10 @@ def load_grove(cls, folder: str | Path, map_location: str = "cpu", dtype=None):
 
     folder = Path(folder)
     if is_hub_folder(folder):
-        raise ValueError(f"{folder}: a folder of the official inference package (GroveForCausalLM), not an export of "
-                         f"this project; convert it once: grove convert-grove {folder} "
-                         "--config configs/official/grove.yaml --export OUT (its config.json is honoured), then "
-                         "load OUT")
+        raise UserInputError(f"{folder}: a folder of the official inference package (GroveForCausalLM), not an "
+                             f"export of this project; convert it once: grove convert-grove {folder} "
+                             "--config configs/official/grove.yaml --export OUT (its config.json is honoured), "
+                             "then load OUT")
     config = read_config(folder, MODEL_TYPE)
     source = str(folder / CONFIG_FILE)
     missing = [k for k in ("global_encoder", "grounding_encoder", "language_model", "decoder") if k not in config]

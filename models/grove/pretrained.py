@@ -19,6 +19,7 @@ from core.user_errors import UserInputError
 from core.weights.pretrained_folder import (
     CONFIG_FILE,
     PREPROCESSOR_FILE,
+    PretrainedFolderError,
     load_into,
     load_weights,
     read_config,
@@ -154,6 +155,7 @@ def load_grove(cls, folder: str | Path, map_location: str = "cpu", dtype=None):
     missing = [k for k in ("global_encoder", "grounding_encoder", "language_model", "decoder") if k not in config]
     if missing:
         raise ValueError(f"{source}: lacks {missing}")
+    check_sizes(config, source)
     parts = part_configs(config, source)
     parts["language_model"].tokenizer_path = str(folder)
     parts["language_model"].path = None
@@ -168,6 +170,8 @@ def load_grove(cls, folder: str | Path, map_location: str = "cpu", dtype=None):
         torch.set_default_dtype(dtype)  # parameters are created in ``dtype``
     try:
         model = cls(**parts)
+    except (ValueError, AssertionError, TypeError) as err:  # part configs that contradict one another
+        raise PretrainedFolderError(f"{source}: its sizes do not build a GROVE: {err}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
         torch.set_default_dtype(default_dtype)
@@ -181,6 +185,33 @@ def load_grove(cls, folder: str | Path, map_location: str = "cpu", dtype=None):
                                          target_text=prompt.get("target_text", "as_is"))
     return model.to(map_location).eval()
 
+
+# (part, sub-config, size, count): attention splits ``size`` into ``count`` heads (Vaswani et al.,
+# "Attention Is All You Need"), and grouped-query attention shares key/value heads among query heads
+# (Ainslie et al., "GQA").
+_DIVISIBLE = (("decoder", None, "dim", "num_heads"),
+              ("grounding_encoder", "encoder_config", "embed_dim", "num_heads"),
+              ("language_model", "llama_config", "hidden_size", "num_attention_heads"),
+              ("language_model", "llama_config", "num_attention_heads", "num_key_value_heads"),
+              ("global_encoder", "vision_config", "width", "head_width"))
+
+
+def check_sizes(config: dict, source: str) -> None:
+    """A :class:`PretrainedFolderError` naming ``source`` and the keys when a size of config.json does not
+    split into its heads."""
+    for part, sub, size_key, count_key in _DIVISIBLE:
+        values = config.get(part)
+        if sub is not None:
+            values = values.get(sub) if isinstance(values, dict) else None
+        if not isinstance(values, dict):
+            continue
+        size, count = values.get(size_key), values.get(count_key)
+        if not (isinstance(size, int) and isinstance(count, int)):
+            continue
+        where = ".".join(k for k in (part, sub) if k)
+        if count <= 0 or size % count:
+            raise PretrainedFolderError(f"{source}: {where}.{size_key} = {size} is not divisible by "
+                                        f"{where}.{count_key} = {count}; fix config.json or export the model again")
 
 
 def pop_quantization(kwargs: dict) -> str | None:

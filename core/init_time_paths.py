@@ -14,6 +14,7 @@ for ``cli.py --ckpt_path DIR``.
 """
 from __future__ import annotations
 
+from core.user_errors import UserInputError
 from core.weights.pretrained_folder import read_config
 
 from pathlib import Path
@@ -96,10 +97,10 @@ def exported_module(folder: str | Path) -> tuple[str, dict, str]:
     config = read_config(folder, model_type)
     module = config.get("module") or {}
     if "class_path" not in module and model_type == "grove" and "language_model" not in config:
-        raise ValueError(f"{folder / 'config.json'}: a hub folder of the official GROVE package, not an exported "
-                         "folder of this project; convert it first (its config.json is honoured): python "
-                         f"grove convert-grove {folder} --config configs/official/grove.yaml "
-                         "--export OUT_FOLDER (docs/official_grove.md)")
+        raise UserInputError(f"{folder / 'config.json'}: a hub folder of the official GROVE package, not an "
+                             "exported folder of this project; convert it first (its config.json is honoured): "
+                             f"grove convert-grove {folder} --config configs/official/grove.yaml "
+                             "--export OUT_FOLDER (docs/official_grove.md)")
     if "class_path" not in module:
         raise ValueError(f"{folder / 'config.json'}: no 'module' entry (class_path, init_args): this folder was "
                          "not written by grove export, so cli.py cannot rebuild its LightningModule")

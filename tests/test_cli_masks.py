@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from cli import cli_main
 from formats.mask_rle import decode_masks
@@ -86,3 +87,23 @@ def test_long_video_mode_writes_the_masks_plain_predict_writes(tiny_synthetic_ro
     frames = [f for clip in json.loads(plain).values() for f in clip["frames"]]
     # two 4-s clips of 20 grid frames (the second aligned to the video's end), two phrases each
     assert len(frames) == 40 and all(decode_masks(f["masks"]).shape == (2, 64, 96) for f in frames)
+
+
+@pytest.mark.parametrize("precision", ["bf16-true", "16-true"])
+def test_predict_with_masks_in_a_16bit_precision(tiny_synthetic_root, tmp_path, monkeypatch, precision):
+    """The masker is built lazily inside the predict step, where Lightning's true-16-bit precision makes
+    16-bit the default dtype; it is built and run in float32 on purpose (docs/precision.md)."""
+    from models.grove import Grove
+    from tests.webdemo.fixed_caption_server import FIXED_CAPTION
+
+    monkeypatch.setattr(Grove, "generate_captions",
+                        lambda self, frames, max_new_tokens=64, video_embeds=None: [FIXED_CAPTION] * len(frames))
+    cli = cli_main(["predict", *tiny_cli_args(tiny_synthetic_root, tmp_path), f"--trainer.precision={precision}",
+                    "--model.init_args.objectness_threshold=0.0", *MASKS])
+    masker = cli.model.masker
+    assert {p.dtype for p in masker.model.parameters()} == {torch.float32}
+    preds = json.loads((Path(cli.trainer.log_dir) / "predictions_predict.json").read_text())
+    frames = [f for clip in preds.values() for f in clip["frames"]]
+    assert frames and all(len(f["masks"]) == len(f["boxes"]) and all(m is not None for m in f["masks"])
+                          for f in frames)
+    assert decode_masks(frames[0]["masks"]).shape == (len(frames[0]["boxes"]), 128, 128)

@@ -40,6 +40,7 @@ import core  # noqa: F401
 from core.bounded_text import CAPTURE_MAX_CHARS, METEOR_MAX_CHARS, over_limit
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -54,6 +55,7 @@ from metrics.evaluator.prediction_validation import (
     OffGridReport,
     ValidationReport,
     carries_masks,
+    names_masks,
     place_on_grid,
     validate_predictions,
 )
@@ -212,7 +214,7 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
     masks = (GroundingAccumulator(text_encoder, levels=LEVEL_CHOICES[level], score_source=score_source,
                                   iou_kind="mask")
              if any(getattr(records[k], "masks", None) is not None for k in keys) else None)
-    predicted_masks = False
+    predicted_masks = named_masks = False
     gcg = {"miou_sum": 0.0, "images": 0.0, "matches": 0.0, "true_phrases": 0.0}
 
     def add_gcg(gt_frames: Mapping[str, list], predicted: Mapping[str, list]) -> None:
@@ -251,6 +253,7 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
         validation.examples.extend(report.examples[:max(0, MAX_EXAMPLES - len(validation.examples))])
         if masks is not None:
             predicted_masks |= any(carries_masks(p) for p in checked.values())
+            named_masks |= any(names_masks(p) for p in known.values())
         if objectness_threshold is not None:
             checked = {k: filter_by_objectness(p, objectness_threshold) for k, p in checked.items()}
         pred_frames = {k: place_on_grid(k, frames_from_prediction(p, key=k, source=pred_source),
@@ -280,6 +283,13 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
                         if not name.startswith("num_")})
         results["gcg_mask_mIoU"] = gcg["miou_sum"] / gcg["images"] if gcg["images"] else 0.0
         results["gcg_mask_recall"] = gcg["matches"] / gcg["true_phrases"] if gcg["true_phrases"] else 0.0
+    masks_unavailable = None
+    if masks is not None and named_masks and not predicted_masks:
+        # A file whose every mask is null would score mask_AP50 = 0: say so and leave the figures out.
+        masks_unavailable = (f"{pred_source}: the predictions have a 'masks' field but every mask is null, so "
+                             "the mask figures (mask_*, gcg_mask_*) are not available; predict with a masker "
+                             "(configs/masks.yaml) to score masks")
+        warnings.warn(masks_unavailable, stacklevel=2)
     candidates = {k: captions.get(k, "") for k in keys}
     over_long: list[str] = []
     if caption_metrics:
@@ -305,7 +315,7 @@ def evaluate_prediction_stream(records: Mapping[str, Any], items: Iterable[tuple
     return {"metrics": {k: float(v) for k, v in results.items()}, "num_clips": len(keys),
             "missing_predictions": missing, "ignored_predictions": sorted(extra),
             "invalid_predictions": validation.as_dict(), "over_long_captions": over_long,
-            "off_grid_frames": off_grid_report.as_dict(),
+            "off_grid_frames": off_grid_report.as_dict(), "masks_unavailable": masks_unavailable,
             "settings": {"protocol": "project", "level": level, "score_source": score_source,
                          "objectness_threshold": objectness_threshold, "invalid": invalid, "off_grid": off_grid,
                          "capture_conventions": str(capture_conventions) if capture else None,
@@ -350,6 +360,8 @@ def format_table(report: Mapping[str, Any]) -> str:
     if report.get("over_long_captions"):
         lines.append(f"captions over {METEOR_MAX_CHARS} characters, left out of METEOR and CAPTURE: "
                      f"{len(report['over_long_captions'])}: " + ", ".join(report["over_long_captions"][:20]))
+    if report.get("masks_unavailable"):
+        lines.append(f"mask figures not available: {report['masks_unavailable']}")
     moved = report.get("off_grid_frames") or {}
     if moved.get("mapped_frames"):
         lines.append(f"off-grid predicted frames mapped to the nearest annotated frame: {moved['mapped_frames']} "

@@ -266,8 +266,16 @@ def place_on_grid(key: str, frames: list[FrameBoxes], grid: Sequence[int], polic
 # ---------------------------------------------------------------- masks
 
 def carries_masks(prediction: Mapping[str, Any]) -> bool:
-    """Whether any frame of a clip's prediction carries ``masks`` (checked by :func:`validate_predictions`,
-    which refuses a list not parallel to the boxes or an RLE not of the clip's frame size)."""
+    """Whether any frame of a clip's prediction carries at least one mask (checked by
+    :func:`validate_predictions`, which refuses a list not parallel to the boxes or an RLE not of the clip's
+    frame size). A ``masks`` list holding only nulls carries none."""
     frames = prediction.get("frames") if isinstance(prediction, Mapping) else None
-    return isinstance(frames, (list, tuple)) and any(isinstance(f, Mapping) and f.get("masks") is not None
-                                                     for f in frames)
+    return isinstance(frames, (list, tuple)) and any(
+        isinstance(f, Mapping) and isinstance(f.get("masks"), (list, tuple))
+        and any(m is not None for m in f["masks"]) for f in frames)
+
+
+def names_masks(prediction: Mapping[str, Any]) -> bool:
+    """Whether any frame of a clip's prediction has a ``masks`` field at all, null or not."""
+    frames = prediction.get("frames") if isinstance(prediction, Mapping) else None
+    return isinstance(frames, (list, tuple)) and any(isinstance(f, Mapping) and "masks" in f for f in frames)

@@ -9,6 +9,7 @@ once, run the caption-forced LLM pass once, and decode boxes for several windows
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 import torch
@@ -118,6 +119,10 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
 
         quantization = pop_quantization(kwargs)
         folder = resolve_grove_folder(pretrained_model_name_or_path, kwargs)
+        if Path(folder).is_dir():  # huggingface_hub reads config.json first, and would raise json's bare error
+            from core.weights.pretrained_folder import check_config_file
+
+            check_config_file(folder)
         return quantize_loaded(super().from_pretrained(str(folder), **kwargs), quantization)
 
     @classmethod

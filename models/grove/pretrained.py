@@ -15,9 +15,11 @@ are in the folder) and the LLM's full LLaMA configuration in ``language_model.ll
 """
 from __future__ import annotations
 
+from core.user_errors import UserInputError
 from core.weights.pretrained_folder import (
     CONFIG_FILE,
     PREPROCESSOR_FILE,
+    PretrainedFolderError,
     load_into,
     load_weights,
     read_config,
@@ -144,15 +146,16 @@ def load_grove(cls, folder: str | Path, map_location: str = "cpu", dtype=None):
 
     folder = Path(folder)
     if is_hub_folder(folder):
-        raise ValueError(f"{folder}: a folder of the official inference package (GroveForCausalLM), not an export of "
-                         f"this project; convert it once: grove convert-grove {folder} "
-                         "--config configs/official/grove.yaml --export OUT (its config.json is honoured), then "
-                         "load OUT")
+        raise UserInputError(f"{folder}: a folder of the official inference package (GroveForCausalLM), not an "
+                             f"export of this project; convert it once: grove convert-grove {folder} "
+                             "--config configs/official/grove.yaml --export OUT (its config.json is honoured), "
+                             "then load OUT")
     config = read_config(folder, MODEL_TYPE)
     source = str(folder / CONFIG_FILE)
     missing = [k for k in ("global_encoder", "grounding_encoder", "language_model", "decoder") if k not in config]
     if missing:
         raise ValueError(f"{source}: lacks {missing}")
+    check_sizes(config, source)
     parts = part_configs(config, source)
     parts["language_model"].tokenizer_path = str(folder)
     parts["language_model"].path = None
@@ -167,6 +170,8 @@ def load_grove(cls, folder: str | Path, map_location: str = "cpu", dtype=None):
         torch.set_default_dtype(dtype)  # parameters are created in ``dtype``
     try:
         model = cls(**parts)
+    except (ValueError, AssertionError, TypeError) as err:  # part configs that contradict one another
+        raise PretrainedFolderError(f"{source}: its sizes do not build a GROVE: {err}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
         torch.set_default_dtype(default_dtype)
@@ -180,6 +185,33 @@ def load_grove(cls, folder: str | Path, map_location: str = "cpu", dtype=None):
                                          target_text=prompt.get("target_text", "as_is"))
     return model.to(map_location).eval()
 
+
+# (part, sub-config, size, count): attention splits ``size`` into ``count`` heads (Vaswani et al.,
+# "Attention Is All You Need"), and grouped-query attention shares key/value heads among query heads
+# (Ainslie et al., "GQA").
+_DIVISIBLE = (("decoder", None, "dim", "num_heads"),
+              ("grounding_encoder", "encoder_config", "embed_dim", "num_heads"),
+              ("language_model", "llama_config", "hidden_size", "num_attention_heads"),
+              ("language_model", "llama_config", "num_attention_heads", "num_key_value_heads"),
+              ("global_encoder", "vision_config", "width", "head_width"))
+
+
+def check_sizes(config: dict, source: str) -> None:
+    """A :class:`PretrainedFolderError` naming ``source`` and the keys when a size of config.json does not
+    split into its heads."""
+    for part, sub, size_key, count_key in _DIVISIBLE:
+        values = config.get(part)
+        if sub is not None:
+            values = values.get(sub) if isinstance(values, dict) else None
+        if not isinstance(values, dict):
+            continue
+        size, count = values.get(size_key), values.get(count_key)
+        if not (isinstance(size, int) and isinstance(count, int)):
+            continue
+        where = ".".join(k for k in (part, sub) if k)
+        if count <= 0 or size % count:
+            raise PretrainedFolderError(f"{source}: {where}.{size_key} = {size} is not divisible by "
+                                        f"{where}.{count_key} = {count}; fix config.json or export the model again")
 
 
 def pop_quantization(kwargs: dict) -> str | None:

@@ -9,9 +9,17 @@ A masker is called once per clip with
 - ``scores`` ``(N, P)``: the objectness of every box (which frame is a phrase's most confident one);
 
 and answers an ``N x P`` nested list: the RLE of the mask of each kept box, ``None`` elsewhere.
+
+A masker is built on first use, which is inside the predict or test step, where Lightning's true 16-bit
+precisions (``bf16-true``, ``16-true``) make 16-bit the default dtype. Built there unguarded, SAM's
+weights would come out 16-bit while its inputs and positional encodings are float32 ("mixed dtype").
+So every masker is built and called with float32 as the default dtype, whatever the run's precision:
+its weights are float32 and its 16-bit compute is its own autocast (docs/precision.md).
 """
 from __future__ import annotations
 
+import functools
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +27,25 @@ import torch
 
 from formats.mask_rle import RLE, encode_masks
 from models.masks.sam2_builder import resolve_device
+
+
+@contextmanager
+def float32_default():
+    """``torch.get_default_dtype()`` is float32 inside, whatever the precision plugin set outside."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def _in_float32(call):
+    @functools.wraps(call)
+    def wrapped(self, *args, **kwargs):
+        with float32_default():
+            return call(self, *args, **kwargs)
+    return wrapped
 
 
 class BoxMasker:
@@ -43,10 +70,16 @@ class BoxMasker:
         """The masker's model on ``self.device`` (from ``self.checkpoint``, or random from ``self.seed``)."""
         raise NotImplementedError
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__call__" in cls.__dict__:  # every masker runs with float32 as the default dtype
+            cls.__call__ = _in_float32(cls.__dict__["__call__"])
+
     @property
     def model(self):
         if self._model is None:
-            self._model = self.build_model()
+            with float32_default():
+                self._model = self.build_model().float()
         return self._model
 
     def follow(self, device: torch.device | str) -> None:
@@ -115,5 +148,5 @@ def paired_box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
 
 
-__all__ = ["BoxMasker", "check_clip_inputs", "empty_answer", "fill_frame", "frames_per_batch_of", "paired_box_iou",
-           "tight_boxes_torch"]
+__all__ = ["BoxMasker", "check_clip_inputs", "empty_answer", "fill_frame", "float32_default", "frames_per_batch_of",
+           "paired_box_iou", "tight_boxes_torch"]

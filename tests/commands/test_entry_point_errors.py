@@ -37,3 +37,18 @@ def test_grove_mevis(tmp_path, make, expected):
 def test_cli_quantisation_refusals(tiny_synthetic_root, tmp_path, subcommand, option, expected):
     _one_error_line([str(ROOT / "cli.py"), subcommand, *tiny_cli_args(tiny_synthetic_root, tmp_path), option],
                     expected)
+
+
+@pytest.mark.parametrize("subcommand", ["test", "predict"])
+def test_cli_refuses_an_official_hub_folder_as_ckpt_path(tiny_synthetic_root, tmp_path, subcommand):
+    import json
+
+    from tests.models.test_hub_config import HUB_CONFIG, HUB_PREPROCESSOR
+
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    (hub / "config.json").write_text(json.dumps(HUB_CONFIG))
+    (hub / "preprocessor_config.json").write_text(json.dumps(HUB_PREPROCESSOR))
+    (hub / "model.safetensors").write_bytes(b"")
+    _one_error_line([str(ROOT / "cli.py"), subcommand, *tiny_cli_args(tiny_synthetic_root, tmp_path),
+                     "--ckpt_path", str(hub)], f"grove convert-grove {hub}")

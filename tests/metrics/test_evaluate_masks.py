@@ -11,7 +11,7 @@ import pytest
 
 from formats.mask_rle import encode_masks
 from formats.records import write_records_json
-from metrics.evaluator.evaluation import evaluate_files, evaluate_predictions, filter_by_objectness
+from metrics.evaluator.evaluation import evaluate_files, evaluate_predictions, filter_by_objectness, format_table
 from metrics.evaluator.prediction_validation import InvalidPredictionError
 from metrics.functional.frame_boxes import GroundingInputError, frames_from_record, predictions_from_dict
 from metrics.functional.gcg_masks import GCGImage, gcg_mask_miou, gcg_mask_recall
@@ -129,3 +129,35 @@ def test_a_predicted_mask_of_the_wrong_size_or_count_names_clip_and_frame(case):
     frame["masks"] = frame["masks"][1:] + [None, None]
     with pytest.raises(GroundingInputError, match=f"clip '{key}', frame {frame['frame']}.*masks"):
         evaluate_predictions(by_key, bad, **FAST)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_file_whose_masks_are_all_null_is_reported_not_scored_as_zero(case, tmp_path, seed):
+    records, masked, preds, masked_preds = case
+    rng = np.random.default_rng(seed)
+    nulled = json.loads(json.dumps(masked_preds))
+    for pred in nulled.values():
+        for f in pred["frames"]:
+            if rng.random() < 0.3:
+                f.pop("masks")  # absent on some frames, null on the others
+            else:
+                f["masks"] = [None] * len(f["boxes"])
+    gt, pred = _paths(tmp_path, masked, nulled, f"null{seed}")
+    with pytest.warns(UserWarning, match="every mask is null"):
+        report = evaluate_files(gt, pred, **FAST)
+    assert not [k for k in report["metrics"] if k.startswith(("mask_", "gcg_"))]
+    assert str(pred) in report["masks_unavailable"]
+    assert "mask figures not available" in format_table(report)
+    # One real mask anywhere makes the figures computable again, and the note goes away
+    key = next(k for k, p in nulled.items() if any(f.get("boxes") for f in p["frames"]))
+    frame = next(i for i, f in enumerate(nulled[key]["frames"]) if f.get("boxes"))
+    nulled[key]["frames"][frame]["masks"] = masked_preds[key]["frames"][frame]["masks"]
+    nulled[key]["frames"][frame]["masks"][0] = masked_preds[key]["frames"][frame]["masks"][0] or \
+        encode_masks(np.ones((1, by_size(masked, key)[1], by_size(masked, key)[0]), dtype=bool))[0]
+    gt, pred = _paths(tmp_path, masked, nulled, f"one{seed}")
+    report = evaluate_files(gt, pred, **FAST)
+    assert "mask_AP50" in report["metrics"] and report["masks_unavailable"] is None
+
+
+def by_size(records, key):
+    return next((r.width, r.height) for r in records if r.key == key)

@@ -11,6 +11,8 @@ query's tube joined across the clips (:mod:`longvideo.query_tubes`).
 """
 from __future__ import annotations
 
+from core.command_parser import CommandParser
+
 import argparse
 import json
 from pathlib import Path
@@ -19,14 +21,14 @@ from command_line.model_export import build_module
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="grove ground", description=__doc__.split("\n\n")[1],
+    p = CommandParser(prog="grove ground", description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("video", help="the video file")
     p.add_argument("--query", action="append", required=True,
                    help="a phrase or a tagged sentence to ground (repeat for several)")
     p.add_argument("--config", action="append", required=True, help="the model's config (repeat to stack)")
     p.add_argument("--ckpt-path", required=True, help="a checkpoint of `grove fit` or an exported folder")
-    p.add_argument("--out", required=True, help="the folder for predictions.json and ground.mp4")
+    p.add_argument("--out", required=True, role="output", help="the folder for predictions.json and ground.mp4")
     p.add_argument("--start-frame", type=int, default=None, help="first source frame (default 0)")
     p.add_argument("--end-frame", type=int, default=None, help="last source frame (default the last)")
     p.add_argument("--objectness-threshold", type=float, default=None,

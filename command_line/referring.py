@@ -7,6 +7,8 @@ their files into their submission layout (:mod:`referring.benchmarks`; MeViS is 
 ``grove evaluate``'s sibling ``grove mevis``, Ref-YouTube-VOS by ``score-ref-youtube-vos``)."""
 from __future__ import annotations
 
+from core.command_parser import CommandParser
+
 import argparse
 import json
 import sys
@@ -108,11 +110,11 @@ def score_ref_youtube_vos(args) -> dict[str, float]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="grove referring", description=__doc__)
+    p = CommandParser(prog="grove referring", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("synthetic-set", help="the referring set of a synthetic annotations file")
     s.add_argument("--annotations", required=True, help="a synthetic split's annotations (data/synthetic/...)")
-    s.add_argument("--out", required=True, help="the set's JSON file")
+    s.add_argument("--out", required=True, role="output", help="the set's JSON file")
     s.add_argument("--distractors", type=int, default=2, help="absent names asked per clip")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--limit", type=int, default=None, help="the first N clips only")
@@ -123,7 +125,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--config", action="append", required=True)
     s.add_argument("--ckpt-path", required=True)
     s.add_argument("--objectness-threshold", type=float, default=None)
-    s.add_argument("--out", required=True, help="the predictions JSON (one entry per query)")
+    s.add_argument("--out", required=True, role="output", help="the predictions JSON (one entry per query)")
     s = sub.add_parser("score", help="accuracy, mIoU and absent-query rejection of predictions")
     s.add_argument("--set", required=True)
     s.add_argument("--annotations", default=None)
@@ -132,7 +134,7 @@ def parser() -> argparse.ArgumentParser:
     how.add_argument("--oracle", action="store_true", help="score the true answers (the ceiling)")
     how.add_argument("--first-phrase", action="store_true",
                      help="score the query-blind floor: every query answered with the caption's first phrase")
-    s.add_argument("--out", default=None, help="write the scores as JSON here")
+    s.add_argument("--out", default=None, role="output", help="write the scores as JSON here")
     s = sub.add_parser("benchmark", help="ground every expression of MeViS or Ref-YouTube-VOS into its submission")
     s.add_argument("--benchmark", choices=("mevis", "ref-youtube-vos"), required=True)
     s.add_argument("--meta", required=True, help="meta_expressions.json as distributed")
@@ -141,12 +143,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--ckpt-path", required=True)
     s.add_argument("--objectness-threshold", type=float, default=None)
     s.add_argument("--limit", type=int, default=None, help="the first N videos only")
-    s.add_argument("--out", required=True, help="the submission folder")
+    s.add_argument("--out", required=True, role="output", help="the submission folder")
     s = sub.add_parser("score-ref-youtube-vos", help="J&F of a Ref-YouTube-VOS (or Ref-DAVIS17) submission")
     s.add_argument("--meta", required=True, help="meta_expressions.json with each expression's obj_id")
     s.add_argument("--annotations", required=True, help="the true Annotations folder (<video>/<frame>.png)")
     s.add_argument("--pred", required=True, help="the submission folder (holding Annotations/)")
-    s.add_argument("--out", default=None, help="write the report as JSON here")
+    s.add_argument("--out", default=None, role="output", help="write the report as JSON here")
     return p
 
 

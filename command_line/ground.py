@@ -11,6 +11,7 @@ query's tube joined across the clips (:mod:`longvideo.query_tubes`).
 """
 from __future__ import annotations
 
+from core.cli_args import existing_file, existing_path, non_negative_int, positive_float, unit_float
 from core.command_parser import CommandParser
 
 import argparse
@@ -23,20 +24,22 @@ from command_line.model_export import build_module
 def parser() -> argparse.ArgumentParser:
     p = CommandParser(prog="grove ground", description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("video", help="the video file")
+    p.add_argument("video", type=existing_file, help="the video file")
     p.add_argument("--query", action="append", required=True,
                    help="a phrase or a tagged sentence to ground (repeat for several)")
-    p.add_argument("--config", action="append", required=True, help="the model's config (repeat to stack)")
-    p.add_argument("--ckpt-path", required=True, help="a checkpoint of `grove fit` or an exported folder")
+    p.add_argument("--config", action="append", required=True, type=existing_file,
+                   help="the model's config (repeat to stack)")
+    p.add_argument("--ckpt-path", required=True, type=existing_path,
+                   help="a checkpoint of `grove fit` or an exported folder")
     p.add_argument("--out", required=True, role="output", help="the folder for predictions.json and ground.mp4")
-    p.add_argument("--start-frame", type=int, default=None, help="first source frame (default 0)")
-    p.add_argument("--end-frame", type=int, default=None, help="last source frame (default the last)")
-    p.add_argument("--objectness-threshold", type=float, default=None,
+    p.add_argument("--start-frame", type=non_negative_int, default=None, help="first source frame (default 0)")
+    p.add_argument("--end-frame", type=non_negative_int, default=None, help="last source frame (default the last)")
+    p.add_argument("--objectness-threshold", type=unit_float, default=None,
                    help="keep a box when its objectness reaches this (default the model's)")
-    p.add_argument("--clip-seconds", type=float, default=None,
+    p.add_argument("--clip-seconds", type=positive_float, default=None,
                    help="long-video mode: cut the video into clips of this length, each query's tube joined across "
                         "them (default: the clip --start-frame..--end-frame as one clip)")
-    p.add_argument("--stride-seconds", type=float, default=None, help="with --clip-seconds: the clips' stride")
+    p.add_argument("--stride-seconds", type=positive_float, default=None, help="with --clip-seconds: the clips' stride")
     p.add_argument("--no-video", action="store_true", help="write predictions.json only")
     return p
 

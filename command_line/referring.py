@@ -7,6 +7,7 @@ their files into their submission layout (:mod:`referring.benchmarks`; MeViS is 
 ``grove evaluate``'s sibling ``grove mevis``, Ref-YouTube-VOS by ``score-ref-youtube-vos``)."""
 from __future__ import annotations
 
+from core.cli_args import existing_file, existing_folder, existing_path, non_negative_int, positive_int, unit_float
 from core.command_parser import CommandParser
 
 import argparse
@@ -113,21 +114,22 @@ def parser() -> argparse.ArgumentParser:
     p = CommandParser(prog="grove referring", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("synthetic-set", help="the referring set of a synthetic annotations file")
-    s.add_argument("--annotations", required=True, help="a synthetic split's annotations (data/synthetic/...)")
+    s.add_argument("--annotations", required=True, type=existing_file,
+                   help="a synthetic split's annotations (data/synthetic/...)")
     s.add_argument("--out", required=True, role="output", help="the set's JSON file")
-    s.add_argument("--distractors", type=int, default=2, help="absent names asked per clip")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--limit", type=int, default=None, help="the first N clips only")
+    s.add_argument("--distractors", type=non_negative_int, default=2, help="absent names asked per clip")
+    s.add_argument("--seed", type=non_negative_int, default=0)
+    s.add_argument("--limit", type=positive_int, default=None, help="the first N clips only")
     s = sub.add_parser("predict", help="ground every query of a set with a checkpoint")
-    s.add_argument("--set", required=True)
+    s.add_argument("--set", required=True, type=existing_file)
     s.add_argument("--annotations", default=None, help="default: the file the set was made from")
-    s.add_argument("--video-root", required=True, help="the folder of the clips' videos")
-    s.add_argument("--config", action="append", required=True)
-    s.add_argument("--ckpt-path", required=True)
-    s.add_argument("--objectness-threshold", type=float, default=None)
+    s.add_argument("--video-root", required=True, type=existing_folder, help="the folder of the clips' videos")
+    s.add_argument("--config", action="append", required=True, type=existing_file)
+    s.add_argument("--ckpt-path", required=True, type=existing_path)
+    s.add_argument("--objectness-threshold", type=unit_float, default=None)
     s.add_argument("--out", required=True, role="output", help="the predictions JSON (one entry per query)")
     s = sub.add_parser("score", help="accuracy, mIoU and absent-query rejection of predictions")
-    s.add_argument("--set", required=True)
+    s.add_argument("--set", required=True, type=existing_file)
     s.add_argument("--annotations", default=None)
     how = s.add_mutually_exclusive_group(required=True)
     how.add_argument("--pred", help="the predictions of `grove referring predict`")
@@ -137,16 +139,18 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default=None, role="output", help="write the scores as JSON here")
     s = sub.add_parser("benchmark", help="ground every expression of MeViS or Ref-YouTube-VOS into its submission")
     s.add_argument("--benchmark", choices=("mevis", "ref-youtube-vos"), required=True)
-    s.add_argument("--meta", required=True, help="meta_expressions.json as distributed")
-    s.add_argument("--frames", required=True, help="the JPEGImages folder (<video>/<frame>.jpg)")
-    s.add_argument("--config", action="append", required=True)
-    s.add_argument("--ckpt-path", required=True)
-    s.add_argument("--objectness-threshold", type=float, default=None)
-    s.add_argument("--limit", type=int, default=None, help="the first N videos only")
+    s.add_argument("--meta", required=True, type=existing_file, help="meta_expressions.json as distributed")
+    s.add_argument("--frames", required=True, type=existing_folder, help="the JPEGImages folder (<video>/<frame>.jpg)")
+    s.add_argument("--config", action="append", required=True, type=existing_file)
+    s.add_argument("--ckpt-path", required=True, type=existing_path)
+    s.add_argument("--objectness-threshold", type=unit_float, default=None)
+    s.add_argument("--limit", type=positive_int, default=None, help="the first N videos only")
     s.add_argument("--out", required=True, role="output", help="the submission folder")
     s = sub.add_parser("score-ref-youtube-vos", help="J&F of a Ref-YouTube-VOS (or Ref-DAVIS17) submission")
-    s.add_argument("--meta", required=True, help="meta_expressions.json with each expression's obj_id")
-    s.add_argument("--annotations", required=True, help="the true Annotations folder (<video>/<frame>.png)")
+    s.add_argument("--meta", required=True, type=existing_file,
+                   help="meta_expressions.json with each expression's obj_id")
+    s.add_argument("--annotations", required=True, type=existing_folder,
+                   help="the true Annotations folder (<video>/<frame>.png)")
     s.add_argument("--pred", required=True, help="the submission folder (holding Annotations/)")
     s.add_argument("--out", default=None, role="output", help="write the report as JSON here")
     return p

@@ -9,6 +9,7 @@ entity-coloured MP4 for a file source.
 """
 from __future__ import annotations
 
+from core.cli_args import existing_file, existing_path, non_negative_int, positive_float
 from core.command_parser import CommandParser
 from core.output_files import write_json_atomic
 from core.weights import load_state_dict_file
@@ -91,18 +92,20 @@ def finish(session: LiveSession, out: Path, render: bool) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="grove live", description=__doc__.split("\n\n")[0])
     parser.add_argument("source", help="URL (rtsp/http/hls/udp/tcp), /dev/videoN, a file, or - for stdin")
-    parser.add_argument("--config", action="append", required=True, role="input",
+    parser.add_argument("--config", action="append", required=True, role="input", type=existing_file,
                         help="the model's config (repeat to stack)")
-    parser.add_argument("--ckpt-path", role="input", help="the checkpoint's weights")
+    parser.add_argument("--ckpt-path", role="input", type=existing_path, help="the checkpoint's weights")
     parser.add_argument("--out", required=True, role="output", help="output folder")
-    parser.add_argument("--clip-seconds", type=float, default=8.0)
-    parser.add_argument("--stride-seconds", type=float, default=None, help="step between clip starts (default: tiled)")
+    parser.add_argument("--clip-seconds", type=positive_float, default=8.0)
+    parser.add_argument("--stride-seconds", type=positive_float, default=None,
+                        help="step between clip starts (default: tiled)")
     parser.add_argument("--skip-policy", choices=POLICIES, default=None,
                         help="when the model falls behind (default: drop-oldest live, queue for a plain file)")
     parser.add_argument("--follow", action="store_true", help="read a file while it is being written")
-    parser.add_argument("--stall-timeout", type=float, default=5.0, help="seconds without data that are a stall")
-    parser.add_argument("--reconnects", type=int, default=3, help="reopenings of a network source")
-    parser.add_argument("--fps", type=float, default=None, help="frame rate when the stream does not say")
+    parser.add_argument("--stall-timeout", type=positive_float, default=5.0,
+                        help="seconds without data that are a stall")
+    parser.add_argument("--reconnects", type=non_negative_int, default=3, help="reopenings of a network source")
+    parser.add_argument("--fps", type=positive_float, default=None, help="frame rate when the stream does not say")
     parser.add_argument("--format", default=None, help="FFmpeg demuxer (v4l2, mpegts, ...)")
     parser.add_argument("--text-encoder", default="minilm", help="meaning cue encoder ('none': off)")
     parser.add_argument("--no-appearance", action="store_true", help="no appearance cue")

@@ -47,7 +47,10 @@ def test_grove_ground_refuses_an_empty_query_in_one_line(checkpoint, tiny_synthe
 
 
 def test_long_video_mode_takes_the_whole_video(tmp_path, capsys):
+    for name in ("v.mp4", "c.yaml", "x.ckpt"):
+        (tmp_path / name).write_text("")
     with pytest.raises(SystemExit) as exit_info:
-        grove(["ground", "v.mp4", "--query", "a", "--config", "c.yaml", "--ckpt-path", "x.ckpt", "--out",
-               str(tmp_path), "--clip-seconds", "8", "--start-frame", "10"])
+        grove(["ground", str(tmp_path / "v.mp4"), "--query", "a", "--config", str(tmp_path / "c.yaml"),
+               "--ckpt-path", str(tmp_path / "x.ckpt"), "--out", str(tmp_path / "o"), "--clip-seconds", "8",
+               "--start-frame", "10"])
     assert exit_info.value.code == 2 and "leave out --start-frame" in capsys.readouterr().err

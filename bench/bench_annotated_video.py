@@ -1,4 +1,4 @@
-"""The annotated MP4 of ``predict`` (callbacks.annotated_video_writer.render_annotated_video): CPU and
+"""The annotated MP4 of ``predict`` (callbacks.annotated_video.render_annotated_video): CPU and
 wall seconds per 8-s clip, and where they go (decoding, caption and box layout, compositing, H.264
 encoding), on camera-like 455x256 25-fps content with three labelled boxes per grid frame and a
 two-line caption per clip.
@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 from bench_predict import make_video
 
-from callbacks.annotated_video_writer import ClipPrediction, render_annotated_video
+from callbacks.annotated_video import ClipPrediction, render_annotated_video
 from formats.video_reader import PyAVVideoSource
 
 CLIP_FRAMES, GRID_STEP = 200, 5

@@ -1,127 +1,29 @@
-"""Annotated MP4s of ``predict`` runs: every frame of the input with its predicted boxes and caption.
+"""The annotated MP4 of each video a ``predict`` run predicts (:mod:`callbacks.annotated_video` draws it).
 
-A person checks grounded captions by watching them, so each predicted video is re-encoded at its
-own size, frame rate and frame count with the boxes (one colour per phrase, labelled), their masks
-where the predictions carry them, and the clip's caption drawn in. Boxes exist on the 5-fps grid;
-a source frame shows the boxes of the latest grid frame at or before it (they hold for 1/5 s).
-Where clips overlap, a grid frame takes the clip whose centre is nearest. Each grid frame's boxes
-are drawn with PIL into an RGBA overlay over its clip's caption band (laid out once per caption),
-which is alpha-blended onto all the source frames it covers at once, only where it is not
-transparent; the video is decoded in one threaded pass and drawn and encoded in chunks, so any
-length fits in memory. A video is rendered in a writer thread while later videos are predicted.
-
-The drawing itself lives in :mod:`core.drawing`, shared with the TensorBoard clips and the web demo;
-the encoding is :class:`formats.video_writer.VideoWriter`.
+Drawing and encoding stay off the model's path. On a video folder the frames come from the
+prediction's own decode: each clip's whole span of source frames is decoded once by the dataset
+(``VideoFolderDataset(video_frames=True)``, switched on here at set-up), its grid frames go to the
+model (and a masker) and the whole span to a writer thread that draws and encodes it as soon as the
+clips whose boxes it shows are predicted (:class:`callbacks.shared_frame_video.SharedFrameVideo`).
+Otherwise (an annotated split, several ranks, or a clip that could not be decoded) a video is
+decoded again, in one threaded pass, once its clips are predicted or at the epoch's end.
 """
 from __future__ import annotations
 
-from core.drawing import composite, phrase_colours, render_overlay
 from core.safe_names import safe_file_name
 
 from collections import defaultdict
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
 
 import av
 import lightning as L
-import numpy as np
 
+from callbacks.annotated_video import DEFAULT_PRESET, ClipPrediction, render_annotated_video
 from callbacks.prediction_writer import PredictionWriter, run_dir
-from formats.mask_rle import decode_masks
+from callbacks.shared_frame_video import SharedFrameVideo, SharedFramesError
 from formats.video_files import open_video
-from formats.video_reader import DecodeGap, PyAVVideoSource, VideoDecodeError, stream_frames
-from formats.video_writer import VideoWriter
-
-# ---------------------------------------------------------------- one video
-
-@dataclass
-class ClipPrediction:
-    """A clip record with its entry of the predictions file (None when the clip was skipped)."""
-
-    record: Any
-    prediction: Mapping[str, Any] | None
-
-
-def grid_owners(clips: Sequence[ClipPrediction]) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted grid frames of a video's clips and, for each, the clip (index) drawn there.
-
-    A grid frame inside several clips goes to the clip whose centre is nearest.
-    """
-    frames = np.concatenate([c.record.frame_indices for c in clips])
-    owner = np.concatenate([np.full(len(c.record.frame_indices), i) for i, c in enumerate(clips)])
-    centres = np.array([(c.record.clip_start_frame + c.record.clip_end_frame) / 2.0 for c in clips])
-    distance = np.abs(frames - centres[owner])
-    order = np.lexsort((distance, frames))
-    unique, first = np.unique(frames[order], return_index=True)
-    return unique, owner[order][first]
-
-
-def _frame_boxes(prediction: Mapping[str, Any] | None) -> dict[int, tuple[np.ndarray, list[str], list | None]]:
-    """Grid frame -> (boxes, labels, the boxes' RLE masks or None where the entry has no ``masks``)."""
-    if not prediction:
-        return {}
-    return {int(f["frame"]): (np.asarray(f.get("boxes") or np.zeros((0, 4)), dtype=np.float64).reshape(-1, 4),
-                              list(f.get("labels", [])), f.get("masks")) for f in prediction.get("frames", [])}
-
-
-def frame_chunks(source, first: int, last: int, chunk_frames: int) -> Iterator[tuple[int, np.ndarray]]:
-    """``(first index, frames)`` of frames ``first..last`` in chunks of ``chunk_frames``.
-
-    A video file is decoded in one forward pass with FFmpeg's frame threading
-    (:func:`formats.video_reader.stream_frames`), the same frames :meth:`read_frames` gives; a frame
-    that cannot be decoded is a :class:`VideoDecodeError`, as when reading. Frame folders are read by index.
-    """
-    if not isinstance(source, PyAVVideoSource):
-        for start in range(first, last + 1, chunk_frames):
-            yield start, source.read_frames(range(start, min(start + chunk_frames, last + 1)))
-        return
-    chunk: list[np.ndarray] = []
-    start = first
-    for item in stream_frames(source.path, range(first, last + 1)):
-        if isinstance(item, DecodeGap):
-            raise VideoDecodeError(item.describe(source.path))
-        chunk.append(item[1])
-        if len(chunk) == chunk_frames:
-            yield start, np.stack(chunk)
-            start, chunk = start + len(chunk), []
-    if chunk:
-        yield start, np.stack(chunk)
-
-
-def render_annotated_video(source, out_path: str | Path, clips: Sequence[ClipPrediction], first: int, last: int,
-                           fps: float, chunk_frames: int = 64, crf: int = 20, line_width: int | None = None,
-                           font_size: int | None = None, progress=None) -> Path:
-    """Write frames ``first..last`` of ``source`` with the clips' predictions drawn on them."""
-    grid, owner = grid_owners(clips)
-    boxes_of = [_frame_boxes(c.prediction) for c in clips]
-    colours = [phrase_colours((c.prediction or {}).get("phrases", [])) for c in clips]
-    captions = [(c.prediction or {}).get("caption") or ("(no prediction: clip skipped)" if c.prediction is None else "")
-                for c in clips]
-    width, height = source.width, source.height
-    encoder = VideoWriter(out_path, fps, width, height, crf=crf)
-    try:
-        for start, frames in frame_chunks(source, first, last, chunk_frames):
-            stop = start + len(frames)
-            # the latest grid frame at or before each source frame (frames before the grid: the first)
-            slot = np.maximum(np.searchsorted(grid, np.arange(start, stop), side="right") - 1, 0)
-            for s in np.unique(slot):
-                clip = int(owner[s])
-                boxes, labels, rles = boxes_of[clip].get(int(grid[s]), (np.zeros((0, 4)), [], None))
-                masks = [decode_masks([m])[0] if m else None for m in rles] if rles else None
-                overlay = render_overlay(width, height, boxes, labels, colours[clip], captions[clip],
-                                         line_width=line_width, font_size=font_size, masks=masks)
-                mask = slot == s
-                frames[mask] = composite(frames[mask], overlay)
-            encoder.write(frames)
-            if progress is not None:
-                progress.update(stop - start)
-    except BaseException:
-        encoder.abort()
-        raise
-    return encoder.close()
-
+from formats.video_reader import VideoDecodeError
 
 # ---------------------------------------------------------------- the callback
 
@@ -129,10 +31,12 @@ class AnnotatedVideoWriter(L.Callback):
     """Writes ``<run>/annotated/<video_id>.mp4`` for each video predicted, and a summary at the end.
 
     Drawing and encoding are kept off the model's path: with ``background`` (single process), a
-    video is rendered in a writer thread as soon as the last of its clips is predicted, while the
-    next videos' clips are predicted; at most ``max_queued`` videos wait for the writer before
-    prediction waits for it. Videos not complete before the epoch's end (and every video under
-    DDP, whose ranks share videos) are rendered at the end.
+    writer thread draws and encodes while later clips are predicted. With ``share_frames`` on a
+    video folder it takes each clip's frames from the prediction's decode as the clip is predicted;
+    otherwise it renders a video, decoded again, once the last of its clips is predicted. At most
+    ``max_queued`` clips (or videos) wait for the writer before prediction waits for it. Videos not
+    complete before the epoch's end (and every video under DDP, whose ranks share videos) are
+    rendered at the end.
 
     Args:
         output_dir: where to write (default: the run folder, as :class:`PredictionWriter`).
@@ -143,7 +47,10 @@ class AnnotatedVideoWriter(L.Callback):
         crf: H.264 quality (lower = better, bigger).
         line_width / font_size: drawing sizes in pixels (default: from the frame size).
         background: render in a writer thread during prediction (False: all at the epoch's end).
-        max_queued: videos waiting for the writer thread before prediction waits.
+        max_queued: clips (or whole videos) waiting for the writer thread before prediction waits.
+        share_frames: on a video folder, draw on the frames the prediction decoded (no second decode;
+            each waiting clip holds its decoded frames: about 70 MB for 8 s of 455x256 at 25 fps).
+        preset: libx264's speed preset (``veryfast`` for files a third the size, at twice the CPU).
         enabled: False writes no MP4 and keeps no predictions (predictions only: ``--video=false``,
             configs/overlays/no_video.yaml).
     """
@@ -151,8 +58,10 @@ class AnnotatedVideoWriter(L.Callback):
     def __init__(self, output_dir: str | None = None, subdir: str = "annotated", only_videos: bool = True,
                  chunk_frames: int = 64, crf: int = 20, line_width: int | None = None,
                  font_size: int | None = None, background: bool = True, max_queued: int = 2,
-                 enabled: bool = True):
+                 enabled: bool = True, share_frames: bool = True, preset: str = DEFAULT_PRESET):
         self.enabled = enabled
+        self.share_frames = share_frames
+        self.preset = preset
         self.output_dir = output_dir
         self.subdir = subdir
         self.only_videos = only_videos
@@ -173,6 +82,16 @@ class AnnotatedVideoWriter(L.Callback):
         self._waiting: dict[str, set] = {}  # video -> keys of its clips not predicted yet
         self._video_of: dict[str, str] = {}  # clip key -> video
         self._plan = None
+        self._shared: dict[str, SharedFrameVideo | None] = {}  # video -> its MP4 from shared frames (None: given up)
+        self._pending: list[Future] = []  # clips handed to the writer thread
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        """Ask a video folder's dataset for each clip's whole span of frames (before its workers start)."""
+        datamodule = getattr(trainer, "datamodule", None)
+        dataset = getattr(datamodule, "datasets", {}).get("predict") if datamodule is not None else None
+        if stage == "predict" and hasattr(dataset, "video_frames"):
+            dataset.video_frames = bool(self.enabled and self.share_frames and self.background
+                                        and trainer.world_size == 1)
 
     def on_predict_epoch_start(self, trainer, pl_module):
         self.predictions, self.skipped, self.written = {}, {}, []
@@ -195,11 +114,60 @@ class AnnotatedVideoWriter(L.Callback):
         if isinstance(outputs, dict) and outputs.get("predictions"):
             self.predictions.update(outputs["predictions"])
             done += list(outputs["predictions"])
-        for key, reason in batch.get("skipped", []) if isinstance(batch, dict) else []:
+        skipped = batch.get("skipped", []) if isinstance(batch, dict) else []
+        for key, reason in skipped:
             self.skipped.setdefault(key, reason)
             done.append(key)
-        if self._executor is not None:
-            self._queue_complete_videos(done)
+        if self._executor is None:
+            return
+        for key, _ in skipped:
+            self._give_up_shared(self._video_of.get(key))
+        if isinstance(batch, dict) and batch.get("video_frames") is not None:
+            for key, first, frames in zip(batch["keys"], batch["video_first"], batch["video_frames"]):
+                self._share_clip(key, int(first), frames)
+        self._queue_complete_videos(done)
+
+    def _share_clip(self, key: str, first: int, frames) -> None:
+        """Hand a predicted clip's decoded frames to the writer thread (waiting while it is behind)."""
+        video_fname = self._video_of.get(key)
+        if video_fname is None or self._shared.get(video_fname, True) is None:
+            return
+        if video_fname not in self._shared:
+            self._shared[video_fname] = self._open_shared(video_fname)
+        self._pending = [f for f in self._pending if not f.done()]
+        if len(self._pending) >= self.max_queued:
+            wait(self._pending, return_when=FIRST_COMPLETED)
+        self._pending.append(self._executor.submit(self._add_shared, video_fname, key, first, frames))
+
+    def _open_shared(self, video_fname: str) -> SharedFrameVideo:
+        dataset, _, folder, by_video = self._plan
+        records = by_video[video_fname]
+        first = records[0]
+        last = int(first.extra.get("num_frames", max(r.clip_end_frame for r in records) + 1)) - 1
+        return SharedFrameVideo(records, self.output_path(folder, first.video_id), 0, last, first.width,
+                                first.height, first.fps, crf=self.crf, line_width=self.line_width,
+                                font_size=self.font_size, preset=self.preset)
+
+    def _add_shared(self, video_fname: str, key: str, first: int, frames) -> None:
+        """(Writer thread.) One clip into its video's MP4; a video that cannot be made so is decoded again."""
+        video = self._shared.get(video_fname)
+        if video is None:
+            return
+        try:
+            video.add(key, self.predictions.get(key), first, frames)
+        except (SharedFramesError, OSError, av.FFmpegError, ValueError):
+            self._shared[video_fname] = None
+            video.abort()
+
+    def _give_up_shared(self, video_fname: str | None) -> None:
+        """(Prediction thread.) A clip of ``video_fname`` could not be decoded: its MP4 is rendered from a
+        second decode once its clips are done (the skipped clip captioned as such)."""
+        if video_fname is None:
+            return
+        video = self._shared.get(video_fname)
+        self._shared[video_fname] = None
+        if video is not None:
+            self._executor.submit(video.abort)  # before the video's render, queued later
 
     def _queue_complete_videos(self, keys) -> None:
         """Hand each video whose every clip is now predicted (or skipped) to the writer thread."""
@@ -212,6 +180,10 @@ class AnnotatedVideoWriter(L.Callback):
             if waiting:
                 continue
             del self._waiting[video_fname]
+            shared = self._shared.get(video_fname)
+            if shared is not None:
+                self._futures[video_fname] = self._executor.submit(self._close_shared, video_fname, shared)
+                continue
             queued = [f for f in self._futures.values() if not f.done()]
             if len(queued) >= self.max_queued:
                 wait(queued, return_when=FIRST_COMPLETED)  # bounded: prediction waits for the writer
@@ -220,6 +192,17 @@ class AnnotatedVideoWriter(L.Callback):
             if clips is not None:
                 self._futures[video_fname] = self._executor.submit(
                     self._render_or_reason, dataset, video_fname, clips, folder, whole_videos, False)
+
+    def _close_shared(self, video_fname: str, video: SharedFrameVideo) -> Path | str:
+        if self._shared.get(video_fname) is not video:  # given up after it was queued: decode again
+            dataset, whole_videos, folder, by_video = self._plan
+            return self._render_or_reason(dataset, video_fname, self._clips(by_video[video_fname]), folder,
+                                          whole_videos, False)
+        try:
+            return video.close()
+        except (SharedFramesError, OSError, av.FFmpegError) as err:
+            video.abort()
+            return f"annotated video not written: {type(err).__name__}: {err}"
 
     def _dataset(self, trainer):
         loaders = trainer.predict_dataloaders
@@ -271,6 +254,10 @@ class AnnotatedVideoWriter(L.Callback):
                 return
             dataset, whole_videos, folder, by_video = plan
             show_progress = getattr(trainer, "progress_bar_callback", None) is not None
+            wait(self._pending)
+            for video_fname, shared in self._shared.items():
+                if shared is not None and video_fname not in self._futures:  # not all its clips came
+                    shared.abort()
             for video_fname, records in by_video.items():
                 if video_fname in self._futures:
                     outcome = self._futures[video_fname].result()
@@ -293,6 +280,9 @@ class AnnotatedVideoWriter(L.Callback):
     def _shutdown_writer(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
+        for shared in self._shared.values():  # an MP4 left unfinished leaves no partial file
+            if shared is not None:
+                shared.abort()
         self._reset_writer()
 
     def _render_or_reason(self, dataset, video_fname, clips, folder, whole_videos, show_progress) -> Path | str:
@@ -324,7 +314,7 @@ class AnnotatedVideoWriter(L.Callback):
                 progress = tqdm(total=last - first + 1, desc=f"annotating {out.name}", unit="frame", leave=False)
             try:
                 return render_annotated_video(source, out, clips, first, last, fps, self.chunk_frames, self.crf,
-                                              self.line_width, self.font_size, progress)
+                                              self.line_width, self.font_size, progress, self.preset)
             finally:
                 if progress is not None:
                     progress.close()

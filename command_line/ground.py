@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> Path:
         kept = len(entry["frames"])
         print(f"{entry['query']!r}: {entry['referent']!r} on {kept} of {len(entry['objectness']['frames'])} frames")
     if not args.no_video:
-        from callbacks.annotated_video_writer import ClipPrediction, render_annotated_video
+        from callbacks.annotated_video import ClipPrediction, render_annotated_video
         from formats.unannotated_records import video_clip_record
         from formats.video_files import open_video
 

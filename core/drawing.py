@@ -188,35 +188,24 @@ def over(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
     return out
 
 
-def covered_boxes(alpha: np.ndarray) -> list[tuple[int, int, int, int]]:
-    """``(top, bottom, left, right)`` rectangles (end-exclusive) covering every pixel where ``alpha > 0``:
-    one per run of rows holding such pixels, as wide as that run's covered columns."""
-    rows = alpha.any(axis=1)
-    edges = np.flatnonzero(np.diff(np.concatenate([[False], rows, [False]]).astype(np.int8)))
-    boxes = []
-    for top, bottom in zip(edges[::2], edges[1::2]):
-        cols = np.flatnonzero(alpha[top:bottom].any(axis=0))
-        boxes.append((int(top), int(bottom), int(cols[0]), int(cols[-1]) + 1))
-    return boxes
-
-
 def composite(frames: np.ndarray, overlay: np.ndarray) -> np.ndarray:
     """Alpha-blend one RGBA overlay onto ``(N, H, W, 3)`` uint8 frames (all at once).
 
-    Where the overlay is transparent the blend is the frame itself, so only the rectangles the
-    overlay covers (:func:`covered_boxes`: the caption band and the boxes' rows) are computed."""
-    boxes = covered_boxes(overlay[..., 3])
-    if sum((b - t) * (r - lf) for t, b, lf, r in boxes) > overlay.shape[0] * overlay.shape[1] // 2:
-        boxes = [(0, overlay.shape[0], 0, overlay.shape[1])]  # mostly covered: one pass, no copy first
-        out = np.empty_like(frames)
-    else:
-        out = np.array(frames, dtype=np.uint8, copy=True)
-    for top, bottom, left, right in boxes:
-        part = overlay[top:bottom, left:right]
-        alpha = part[..., 3:4].astype(np.uint16)
-        under = frames[:, top:bottom, left:right].astype(np.uint16)
-        blended = (under * (255 - alpha) + part[..., :3].astype(np.uint16) * alpha + 127) // 255
-        out[:, top:bottom, left:right] = blended
+    ``(frame * (255 - a) + colour * a + 127) // 255`` per channel, computed only at the pixels the
+    overlay covers (``a > 0``: the caption band, the boxes' outlines and labels, the masks); elsewhere
+    the formula gives the frame itself. The overlay's share of the sum is computed once for all frames."""
+    frames = np.asarray(frames)
+    count, height, width = frames.shape[:3]
+    alpha = overlay[..., 3].reshape(-1)
+    covered = np.flatnonzero(alpha)
+    out = np.array(frames, dtype=np.uint8, copy=True)
+    if covered.size == 0:
+        return out
+    a = alpha[covered].astype(np.uint16)[:, None]
+    painted = overlay[..., :3].reshape(-1, 3)[covered].astype(np.uint16) * a + 127
+    flat = out.reshape(count, height * width, 3)
+    under = flat[:, covered].astype(np.uint16)
+    flat[:, covered] = ((under * (255 - a) + painted) // 255).astype(np.uint8)
     return out
 
 

@@ -23,12 +23,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from datamodules.grounded_dataset import GroundedClipDataset
 from formats.frame_grids import annotation_grid, annotation_step
 from formats.records import GroundedRecord
 from formats.unannotated_records import unannotated_record
 from formats.video_files import VideoInfo, probe_video
 from formats.video_reader import VideoDecodeError
+from models.grove.clip_processing import clip_sample, evaluation_positions
 
 log = logging.getLogger(__name__)
 
@@ -141,13 +144,22 @@ class VideoFolderDataset(GroundedClipDataset):
     not be opened and yield only ``{"skipped": [(path, reason)]}`` (the collate drops them and
     passes the entry on to the batch). With ``on_error="raise"`` such a file raises instead.
 
+    With ``video_frames`` (set by :class:`callbacks.annotated_video_writer.AnnotatedVideoWriter`
+    before prediction starts), a clip's whole span of source frames is decoded, in one forward
+    pass, and the sample carries it (``video_frames``, from ``video_first``) beside the grid frames
+    taken from it, also at the video's size (``source_frames``, for a masker): the one decode of a
+    clip serves the model, the masker and the annotated MP4. The grid frames are the ones a read of
+    the grid alone gives.
+
     Attributes:
         videos: the readable videos, in order.
         unreadable: ``(path, reason)`` of each file that could not be opened.
     """
 
     def __init__(self, videos: str | Path, clip_seconds: float | None = 8.0,
-                 stride_seconds: float | None = None, on_error: str = "skip", **dataset_kwargs: Any):
+                 stride_seconds: float | None = None, on_error: str = "skip", video_frames: bool = False,
+                 **dataset_kwargs: Any):
+        self.video_frames = video_frames
         self.videos, self.unreadable = probe_videos(videos, on_error)
         records = [r for info in self.videos for r in clip_records(info, clip_seconds, stride_seconds)]
         # records carry absolute paths: the root only has to make ``root / video_fname`` that path
@@ -164,3 +176,14 @@ class VideoFolderDataset(GroundedClipDataset):
         if index >= len(self.records):
             return {"skipped": [self.unreadable[index - len(self.records)]]}
         return super().__getitem__(item)
+
+    def load(self, record: GroundedRecord, rng) -> dict[str, Any]:
+        if not self.video_frames:
+            return super().load(record, rng)
+        first, last = int(record.clip_start_frame), int(record.clip_end_frame)
+        span = self.decode_frames(record, np.arange(first, last + 1))
+        positions, caption_positions = evaluation_positions(len(record.frame_indices), self.num_frames)
+        grid = span[record.frame_indices[positions] - first]
+        sample = clip_sample(record, grid, positions, caption_positions, self.global_image_size, self.global_resize,
+                             self.grounding_image_size, self.grounding_resize)
+        return {**sample, "video_frames": span, "video_first": first, "source_frames": grid}

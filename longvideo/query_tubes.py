@@ -4,14 +4,14 @@ grounded on every clip (:mod:`models.grove.query_grounding`), the clips' answers
 The query itself links the clips: every clip is asked the same text, so its answers are one object's
 by construction, with no appearance matching. Where clips overlap (a stride shorter than the clip) a
 grid frame takes the answer of the clip whose centre is nearest, as the annotated video draws it
-(:func:`callbacks.annotated_video_writer.grid_owners`).
+(:func:`callbacks.annotated_video.grid_owners`).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from callbacks.annotated_video_writer import ClipPrediction, grid_owners
+from callbacks.annotated_video import ClipPrediction, grid_owners
 from datamodules.video_folder import clip_records
 from formats.video_files import open_video, probe_video
 from models.grove.processing import ground_queries

@@ -89,7 +89,9 @@ class GroundedCollate:
     ``frame_indices (B, F)`` (-1 padded), ``caption_positions (B, T)``, ``size (B, 2)``;
     ``input_ids``/``attention_mask``/``labels`` (prompt + target, loss on the answer only) and
     ``prompt_ids``/``prompt_attention_mask`` (left-padded, for generation) when a prompter is set;
-    lists ``keys``, ``phrases``, ``tagged_captions``, ``captions``, ``video_fnames``, ``skipped``.
+    lists ``keys``, ``phrases``, ``tagged_captions``, ``captions``, ``video_fnames``, ``skipped``; and
+    ``video_frames``, ``video_first``, ``source_frames`` when the samples carry their decoded frames
+    (numpy arrays, which the move to the model's device leaves where they are).
     """
 
     def __init__(self, prompter=None, train: bool = False, seed: int = 0):
@@ -117,6 +119,9 @@ class GroundedCollate:
         for name, key in (("phrases", "phrases"), ("tagged_captions", "tagged_caption"),
                           ("captions", "caption"), ("video_fnames", "video_fname")):
             batch[name] = [s[key] for s in samples]
+        for key in ("video_frames", "video_first", "source_frames"):  # decoded frames, kept as numpy arrays
+            if all(key in s for s in samples):
+                batch[key] = [s[key] for s in samples]
         if self.prompter is not None:
             rng = None
             if self.train:  # question paraphrase drawn per batch, reproducibly (str hash is salted)

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from callbacks.annotated_video_writer import ClipPrediction, render_annotated_video
+from callbacks.annotated_video import ClipPrediction, render_annotated_video
 from formats.mask_rle import encode_masks
 from formats.video_reader import PyAVVideoSource
 from formats.video_writer import write_video

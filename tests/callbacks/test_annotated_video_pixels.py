@@ -1,12 +1,12 @@
 """The annotated MP4's frames are the straightforward drawing's: every source frame read by index,
 one overlay laid out from scratch per grid frame, blended over the whole frame, encoded alike."""
-from core.drawing import caption_band, composite, covered_boxes, render_overlay
+from core.drawing import caption_band, composite, render_overlay
 
 from types import SimpleNamespace
 
 import numpy as np
 
-from callbacks.annotated_video_writer import ClipPrediction, grid_owners, render_annotated_video
+from callbacks.annotated_video import DEFAULT_PRESET, ClipPrediction, grid_owners, render_annotated_video
 from formats.video_reader import PyAVVideoSource
 from formats.video_writer import VideoWriter, write_video
 
@@ -37,7 +37,7 @@ def _straightforward(source, clips, out):
     from core.drawing import phrase_colours
 
     grid, owner = grid_owners(clips)
-    writer = VideoWriter(out, FPS, W, H, crf=20)
+    writer = VideoWriter(out, FPS, W, H, crf=20, preset=DEFAULT_PRESET)
     for index in range(N):
         frame = source.read_frames([index])
         slot = max(int(np.searchsorted(grid, index, side="right")) - 1, 0)
@@ -62,7 +62,7 @@ def test_annotated_frames_equal_the_straightforward_drawing(tmp_path):
     assert ours.read_bytes() == reference.read_bytes()  # same encoder settings: the same file
 
 
-def test_compositing_only_the_covered_rectangles_equals_blending_everywhere():
+def test_compositing_only_the_covered_pixels_equals_blending_everywhere():
     rng = np.random.default_rng(1)
     frames = rng.integers(0, 256, (3, 40, 50, 3), dtype=np.uint8)
     overlay = np.zeros((40, 50, 4), np.uint8)
@@ -70,8 +70,13 @@ def test_compositing_only_the_covered_rectangles_equals_blending_everywhere():
     overlay[20:40, :, :3] = 7
     overlay[20:40, :, 3] = 160
     overlay[30, 49, 3] = 0
-    assert covered_boxes(overlay[..., 3]) == [(2, 6, 10, 20), (20, 40, 0, 50)]
+    overlay[5, 3] = (200, 10, 90, 255)  # an opaque pixel alone: the overlay's colour exactly
     assert np.array_equal(composite(frames, overlay), _blend_whole_frame(frames, overlay))
+    assert (composite(frames, overlay)[:, 5, 3] == (200, 10, 90)).all()
+    for _ in range(5):  # random overlays, random coverage and transparency
+        random_overlay = rng.integers(0, 256, (40, 50, 4), dtype=np.uint8)
+        random_overlay[..., 3] *= rng.random((40, 50)) < rng.random()
+        assert np.array_equal(composite(frames, random_overlay), _blend_whole_frame(frames, random_overlay))
     assert np.array_equal(composite(frames, np.zeros_like(overlay)), frames)
     sparse = overlay.copy()
     sparse[20:] = 0  # the small rectangle alone: blended there only

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from callbacks.annotated_video_writer import ClipPrediction, grid_owners
+from callbacks.annotated_video import ClipPrediction, grid_owners
 from callbacks.tensorboard_visualizer import SEPARATOR, ValidationClipVisualizer, render_clip_strip
 from datamodules.grounded_dataset import GroundedClipDataset
 from datamodules.video_folder import VideoInfo, clip_records

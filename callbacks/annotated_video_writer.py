@@ -21,7 +21,7 @@ import lightning as L
 
 from callbacks.annotated_video import DEFAULT_PRESET, ClipPrediction, render_annotated_video
 from callbacks.prediction_writer import PredictionWriter, run_dir
-from callbacks.shared_frame_video import SharedFrameVideo, SharedFramesError
+from callbacks.shared_frame_video import SharedFramesError, SharedFrameVideo
 from formats.video_files import open_video
 from formats.video_reader import VideoDecodeError
 

@@ -7,7 +7,7 @@ import pytest
 
 from callbacks.annotated_video import ClipPrediction, render_annotated_video
 from callbacks.annotated_video_writer import AnnotatedVideoWriter
-from callbacks.shared_frame_video import SharedFrameVideo, SharedFramesError
+from callbacks.shared_frame_video import SharedFramesError, SharedFrameVideo
 from datamodules.video_folder import VideoFolderDataset
 from formats.video_reader import PyAVVideoSource
 from formats.video_writer import write_video

@@ -10,7 +10,8 @@ pushed ``t`` s after the first one has ``time_s = t`` and grid index ``round(t *
 A browser sends frames when it can (a round trip per frame), not on the grid: a grid slot with no
 frame of its own shows the latest frame that had arrived (the picture held, as a display holds it),
 for holes up to ``hold_seconds``; a longer hole is a :class:`formats.live_source.LiveGap`, which
-ends the clip run before it. No frame for ``stall_timeout`` s ends the source. At most
+ends the clip run before it. No frame for ``stall_timeout`` s (``start_timeout`` before the first)
+ends the source. At most
 ``capacity`` frames wait to be read; when the reader falls further behind, the oldest are dropped
 and the hole they leave is held or a gap as above.
 """
@@ -32,17 +33,20 @@ class PushedFrameSource:
         name: what the run's summary calls the source (``camera``).
         hold_seconds: the longest hole filled by holding the last frame; longer ones are gaps.
         stall_timeout: seconds without a frame that end the source.
+        start_timeout: seconds to wait for the first frame (None: ``stall_timeout``).
         capacity: frames waiting to be read at most (the oldest are dropped beyond).
     """
 
     def __init__(self, name: str = "camera", hold_seconds: float = 1.0, stall_timeout: float = 10.0,
-                 capacity: int = 64):
-        if hold_seconds < 0 or stall_timeout <= 0 or capacity < 1:
-            raise ValueError(f"hold_seconds >= 0, stall_timeout > 0 and capacity >= 1, got {hold_seconds}, "
-                             f"{stall_timeout}, {capacity}")
+                 start_timeout: float | None = None, capacity: int = 64):
+        start_timeout = stall_timeout if start_timeout is None else start_timeout
+        if hold_seconds < 0 or stall_timeout <= 0 or start_timeout <= 0 or capacity < 1:
+            raise ValueError(f"hold_seconds >= 0, stall_timeout > 0, start_timeout > 0 and capacity >= 1, got "
+                             f"{hold_seconds}, {stall_timeout}, {start_timeout}, {capacity}")
         self.source = str(name)
         self.fps = float(ANNOTATION_FPS)
         self.hold_seconds, self.stall_timeout = float(hold_seconds), float(stall_timeout)
+        self.start_timeout = float(start_timeout)
         self.stop = threading.Event()
         self.gaps: list[LiveGap] = []
         self.reopened = 0
@@ -86,8 +90,9 @@ class PushedFrameSource:
 
     def _next(self) -> tuple[float, float, np.ndarray] | None:
         """The oldest waiting frame (stream time, arrival, pixels); None when the source ends (``ended`` says why)."""
-        deadline = time.monotonic() + self.stall_timeout
         with self._cond:
+            wait = self.stall_timeout if self._origin is not None else self.start_timeout
+            deadline = time.monotonic() + wait
             while not self._waiting:
                 if self.stop.is_set():
                     self.ended = "stopped"
@@ -97,7 +102,7 @@ class PushedFrameSource:
                     return None
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    self.ended = f"{self.source}: no frame for {self.stall_timeout:g} s"
+                    self.ended = f"{self.source}: no frame for {wait:g} s"
                     self._stalled = True
                     return None
                 self._cond.wait(min(left, 0.1))  # wakes on a push, a close, or to look at stop

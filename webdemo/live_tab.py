@@ -143,6 +143,7 @@ class LiveRun:
         self.counters = LiveCounters()
         self.lines: deque[str] = deque(maxlen=STORY_LINES)
         self.version = 0  # changes with every clip and with the run's end: the story is redrawn then
+        self._dropped_told = 0  # clips dropped that the story has said
         self.error: str | None = None
         self.summary: dict | None = None
         self.done = threading.Event()
@@ -175,8 +176,9 @@ class LiveRun:
         ids = {p["entity"] for p in record["phrases"]}
         names = {e.id: e.name for e in self.session.linker.entities if e.id in ids}
         with self._lock:
-            if record["dropped"] > self.counters.dropped:
-                self.lines.append(dropped_line_html(record["dropped"] - self.counters.dropped))
+            if record["dropped"] > self._dropped_told:
+                self.lines.append(dropped_line_html(record["dropped"] - self._dropped_told))
+                self._dropped_told = record["dropped"]
             self.counters.add(record)
             self.lines.append(story_line_html(record))
             self.playback.add(record, clip.clip.frames, clip.clip.pixels, self.session.video["fps"], names,
@@ -198,6 +200,7 @@ class LiveRun:
     def view(self, now: float) -> tuple[tuple | None, str, int]:
         """The (clip, position) of the picture at ``now``, the counters, and the story's version."""
         with self._lock:
+            self.counters.dropped = len(self.session.queue.dropped)  # as they are pushed out, not at the next clip
             shown = self.playback.at(now)
             return shown, counters_html(self.counters, self.playback.behind_s(now), self.state()), self.version
 
@@ -236,7 +239,8 @@ class LiveTab:
             return self.pages.get(getattr(request, "session_hash", None) or "")
 
     def start(self, source: str, url: str, clip_seconds, policy: str, threshold, request: gr.Request = None):
-        """Start a run (ending the page's run before it): the camera's frames as they come, or the URL."""
+        """Start a run (ending the page's run before it): the camera's frames as they come, or the URL.
+        Fills the status and the timer, and empties the picture, counters, story and downloads."""
         key = getattr(request, "session_hash", None) or ""
         try:
             settings = LiveSettings(source, float(clip_seconds or 0), policy, float(threshold)).checked()
@@ -253,14 +257,16 @@ class LiveTab:
             self.stop(request)
             run = LiveRun(self.predictor, frames, settings, self.workspace.new_run(), video_id)
         except ValueError as err:
-            return message_html(str(err)), gr.skip()
+            return message_html(str(err)), *(gr.skip(),) * 6
         except Exception as err:  # noqa: BLE001  (a sentence in the page, the traceback in the log)
             log.exception("the live run could not start")
-            return message_html(f"the live run could not start ({type(err).__name__}: {err})"), gr.skip()
+            return message_html(f"the live run could not start ({type(err).__name__}: {err})"), *(gr.skip(),) * 6
         with self._lock:
             self.pages[key] = _Page(run)
         what = "the camera: press Record on it if it is not streaming yet" if settings.source == "camera" else url
-        return f'<p class="grove-live-started">live: {html.escape(what)}</p>', gr.Timer(active=True)
+        hidden = gr.update(value=None, visible=False)
+        return (f'<p class="grove-live-started">live: {html.escape(what)}</p>', gr.Timer(active=True), "", "", "",
+                hidden, hidden)
 
     def camera_frame(self, frame: np.ndarray | None, request: gr.Request = None):
         """A frame from the browser's camera: into the page's camera run (none running: ignored)."""
@@ -344,8 +350,9 @@ def build_live_tab(predictor: DemoPredictor, workspace: Workspace, demo: gr.Bloc
             counters = gr.HTML(elem_id="grove-live-counters")
             story = gr.HTML(elem_id="grove-live-story")
     timer = gr.Timer(TICK_S, active=False)
-    start.click(handlers.start, inputs=[source, url, clip_seconds, policy, threshold], outputs=[status, timer],
-                concurrency_limit=None, concurrency_id="live")
+    start.click(handlers.start, inputs=[source, url, clip_seconds, policy, threshold],
+                outputs=[status, timer, picture, counters, story, clips_file, timeline_file], concurrency_limit=None,
+                concurrency_id="live")
     stop.click(handlers.stop, outputs=[status], concurrency_limit=None, concurrency_id="live")
     camera.stream(handlers.camera_frame, inputs=[camera], outputs=[status], stream_every=TICK_S,
                   concurrency_limit=None, concurrency_id="live-camera")

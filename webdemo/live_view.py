@@ -181,7 +181,7 @@ class LiveCounters:
 
     def add(self, record: Mapping[str, Any]) -> None:
         self.clips += 1
-        self.dropped = int(record["dropped"])
+        self.dropped = max(self.dropped, int(record["dropped"]))
         self.latency_s = float(record["latency_s"])
         self.max_latency_s = max(self.max_latency_s, self.latency_s)
         self.model_s += float(record["model_s"])

@@ -65,6 +65,13 @@ def test_a_stalled_source_ends_with_a_gap_not_a_hang():
     assert source.ended == "camera: no frame for 0.3 s"
 
 
+def test_the_first_frame_may_take_longer_than_a_stall():
+    source = PushedFrameSource(stall_timeout=0.2, start_timeout=0.6)
+    began = time.monotonic()
+    assert list(source.grid_frames()) == [] and source.gaps == []
+    assert 0.55 <= time.monotonic() - began < 3.0 and source.ended == "camera: no frame for 0.6 s"
+
+
 def test_stop_ends_a_source_waiting_for_frames():
     source = PushedFrameSource(stall_timeout=60.0)
     threading.Timer(0.2, source.stop.set).start()

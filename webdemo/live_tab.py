@@ -192,10 +192,13 @@ class LiveRun:
         self.session.stop()
 
     def state(self) -> str:
-        if not self.done.is_set():
-            got = self.source.received if isinstance(self.source, PushedFrameSource) else None
-            return "running" if got is None or got else "waiting for the camera (press Record)"
-        return f"ended: {self.error or (self.summary or {}).get('ended') or 'stopped'}"
+        """Running (with the camera's frames received so far) or ended, and why."""
+        if self.done.is_set():
+            return f"ended: {self.error or (self.summary or {}).get('ended') or 'stopped'}"
+        if not isinstance(self.source, PushedFrameSource):
+            return "running"
+        got = self.source.received
+        return f"running ({got} frames from the camera)" if got else "waiting for the camera (press Record)"
 
     def view(self, now: float) -> tuple[tuple | None, str, int]:
         """The (clip, position) of the picture at ``now``, the counters, and the story's version."""

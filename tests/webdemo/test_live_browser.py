@@ -15,6 +15,7 @@ from core.drawing import PALETTE
 
 import contextlib
 import json
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -211,8 +212,11 @@ def test_live_tab_captions_the_browser_camera(server, page, tmp_path):
     page.click("#grove-live-start")
     shown = wait_for_clips(page, 3)
     pictures = watch_picture(page, 3.0)
+    state = page.evaluate(READ_PAGE)["counters"]["state"]
+    frames = int(re.fullmatch(r"running \((\d+) frames from the camera\)", state).group(1))
     records = check_live_page(page, shown, pictures, tmp_path)
     assert all(r["key"].startswith("camera_") for r in records)
+    assert frames >= records[2]["end_s"]  # at least a frame a second reached the server
     assert [r["end_s"] - r["start_s"] for r in records[:3]] == [CLIP_SECONDS] * 3
     assert process.poll() is None and "Traceback" not in log.read_text()
 
@@ -227,6 +231,17 @@ def test_live_tab_reads_a_stream_url(server, page, videos, tmp_path):
         shown = wait_for_clips(page, 2)
         pictures = watch_picture(page, 2.0)
         records = check_live_page(page, shown, pictures, tmp_path)
+        # a new run; closing the page ends it (its files are written)
+        page.click("#grove-live-start")
+        page.wait_for_function("() => document.querySelector('#grove-live-counters .grove-live-counters')"
+                               "?.dataset.state === 'running'", timeout=60_000)
+        (workspace,) = re.findall(r"temporary folder (\S+) \(removed", log.read_text())
+        newest = max(Path(workspace, "runs").iterdir())
+        page.goto("about:blank")
+        deadline = time.monotonic() + 90
+        while not (newest / "live.json").is_file() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert json.loads((newest / "live.json").read_text())["ended"] == "stopped"
     assert all(r["key"].startswith("stream_") for r in records)
     assert records[0]["start_s"] == 0.0 and records[1]["start_s"] == CLIP_SECONDS
     assert process.poll() is None and "Traceback" not in log.read_text()

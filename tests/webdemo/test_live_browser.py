@@ -204,7 +204,7 @@ def check_live_page(page, shown: dict, pictures: list[dict], tmp_path: Path) -> 
     return list(records.values())
 
 
-def test_live_tab_captions_the_browser_camera(server, page, tmp_path):
+def test_live_tab_captions_the_browser_camera(page, server, tmp_path):  # no Chromium: skipped before the server
     url, process, log = server
     open_live_tab(page, url)
     page.locator("#grove-live-camera [title='grant webcam access'] button").click()
@@ -221,7 +221,7 @@ def test_live_tab_captions_the_browser_camera(server, page, tmp_path):
     assert process.poll() is None and "Traceback" not in log.read_text()
 
 
-def test_live_tab_reads_a_stream_url(server, page, videos, tmp_path):
+def test_live_tab_reads_a_stream_url(page, server, videos, tmp_path):
     url, process, log = server
     with LiveStreamServer(videos[0], speed=1.0) as stream:
         open_live_tab(page, url)

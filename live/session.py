@@ -23,6 +23,7 @@ import numpy as np
 from formats.frame_grids import annotation_step
 from formats.live_source import LiveFrame, LiveGap, LiveSource
 from formats.video_files import VideoInfo
+from live.pushed_frames import PushedFrameSource
 from live.scheduler import ClipQueue
 from longvideo.datamodule import clip_record
 from longvideo.linking import LinkingWeights, OnlineLinker
@@ -48,7 +49,8 @@ class LiveClip:
 
 class LiveSession:
     """Args:
-        source: the frames (:class:`formats.live_source.LiveSource`).
+        source: the frames (:class:`formats.live_source.LiveSource`, or
+            :class:`live.pushed_frames.PushedFrameSource` for frames handed in one at a time).
         processor: the clip preprocessing (``GroveProcessor``); ``collate``: the batch builder.
         predict: the model on a one-clip batch; ``appearance``: the appearance cue (None: not used);
             ``text_vectors``: phrase -> unit embedding for new phrases (None: no meaning cue).
@@ -58,10 +60,10 @@ class LiveSession:
         video_id: the clips' key prefix.
     """
 
-    def __init__(self, source: LiveSource, processor, collate, predict: Predict, appearance: Appearance | None = None,
-                 text_vectors: TextVectors | None = None, clip_seconds: float = 8.0,
-                 stride_seconds: float | None = None, policy: str = "drop-oldest", capacity: int = 1,
-                 weights: dict[str, Any] | None = None, video_id: str = "live"):
+    def __init__(self, source: LiveSource | PushedFrameSource, processor, collate, predict: Predict,
+                 appearance: Appearance | None = None, text_vectors: TextVectors | None = None,
+                 clip_seconds: float = 8.0, stride_seconds: float | None = None, policy: str = "drop-oldest",
+                 capacity: int = 1, weights: dict[str, Any] | None = None, video_id: str = "live"):
         self.source, self.processor, self.collate = source, processor, collate
         self.predict, self.appearance, self.encode_text = predict, appearance, text_vectors
         self.clip_seconds, self.stride_seconds = float(clip_seconds), stride_seconds
@@ -169,6 +171,12 @@ class LiveSession:
 
     def run(self) -> Iterator[dict[str, Any]]:
         """The clips' records, as each one is predicted, until the source ends or :meth:`stop`."""
+        for record, _ in self.clips():
+            yield record
+
+    def clips(self) -> Iterator[tuple[dict[str, Any], LiveClip]]:
+        """:meth:`run`'s records, each with the clip it was predicted on (its grid frames' pixels in
+        ``clip.clip.pixels``, for a picture of what was predicted)."""
         self.started = time.monotonic()
         self._thread = threading.Thread(target=self._read, name="live-source", daemon=True)
         self._thread.start()
@@ -190,7 +198,7 @@ class LiveSession:
             ids = self.linker.add(tubes)
             self.places.append(item.place)
             self.predictions[item.key] = prediction
-            yield self._emit(item, prediction, ids, time.monotonic() - began)
+            yield self._emit(item, prediction, ids, time.monotonic() - began), item
 
     def stop(self) -> None:
         """End the run: the source stops at its next frame; clips already handed over are still predicted."""

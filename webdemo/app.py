@@ -11,6 +11,7 @@ import gradio as gr
 from formats.video_reader import PyAVVideoSource, VideoDecodeError
 from models.grove.windows import WINDOW_MODES
 from webdemo.judging import ClipJudge
+from webdemo.live_tab import build_live_tab
 from webdemo.long_video import LongVideoResult, long_video_summary
 from webdemo.plot import objectness_figure
 from webdemo.predictor import DemoPredictor, ServerStopping, Settings
@@ -30,6 +31,9 @@ CSS = """
 #grove-status.grove-error, #grove-status .grove-error { color: #b00020; }
 /* small videos: the frame is drawn at its own size and shown enlarged, pixels kept sharp */
 #grove-frame img { min-height: 320px; width: auto; object-fit: contain; image-rendering: pixelated; }
+#grove-live-picture img { min-height: 320px; max-width: 100%; object-fit: contain; image-rendering: pixelated; }
+.grove-live-legend { display: inline; margin-left: 1em; } .grove-live-legend li { display: inline; margin-right: 1em; }
+.grove-live-story { max-height: 24em; overflow-y: auto; line-height: 1.9; }
 """
 
 
@@ -193,64 +197,73 @@ def build_app(predictor: DemoPredictor, workspace: Workspace, samples: Sequence[
         gr.Markdown(f"# {title}\nUpload a video (any size, frame rate and length) or pick a synthetic sample, "
                     "then **Caption and ground**. Each phrase of the caption gets its own colour, boxes and "
                     "objectness curve; in long-video mode the phrases of all clips are linked into entities, "
-                    "one colour each, on a timeline.")
+                    "one colour each, on a timeline. The **Live** tab captions your camera or a stream as it "
+                    "happens, with entity ids kept from clip to clip.")
         state = gr.State(None)
         timeline_state = gr.State(None)
-        with gr.Row():
-            with gr.Column(scale=1):
-                video_in = gr.Video(label="video", sources=["upload"], format=None, include_audio=True,
-                                    elem_id="grove-upload")
-                if samples:
-                    gr.Examples(examples=[[str(s.path)] for s in samples], inputs=[video_in],
-                                example_labels=[f"synthetic: {s.caption}" for s in samples],
-                                label="synthetic samples")
-                long_video = gr.Checkbox(
-                    value=False, label="long-video mode (configs/overlays/long_video.yaml: one streaming pass, "
-                                       "a timeline of entities linked across clips)",
-                    info=None if predictor.long_video is not None else
-                    f"not available: {predictor.long_video_error[:300]}",
-                    interactive=predictor.long_video is not None, elem_id="grove-long")
-                with gr.Accordion("settings", open=False):
-                    threshold = gr.Slider(0.0, 1.0, value=defaults.objectness_threshold, step=0.01,
-                                          label="objectness threshold (a box is kept where its phrase's "
-                                                "objectness reaches it)")
-                    window_mode = gr.Dropdown(list(WINDOW_MODES), value=defaults.window_mode, label="window mode")
-                    clip_seconds = gr.Number(value=defaults.clip_seconds or 0, minimum=0,
-                                             label="clip length in seconds (0: the whole video as one clip)")
-                    stride_seconds = gr.Number(value=defaults.stride_seconds or 0, minimum=0,
-                                               label="clip stride in seconds (0: clips follow each other; "
-                                                     "long-video mode needs 0)")
-                    max_new_tokens = gr.Slider(1, 256, value=defaults.max_new_tokens, step=1,
-                                               label="max new tokens of the caption")
-                run = gr.Button("Caption and ground", variant="primary", elem_id="grove-run")
-                status = gr.Markdown(elem_id="grove-status")
+        with gr.Tabs(elem_id="grove-tabs"):
+            with gr.Tab("Video", id="video", elem_id="grove-video-tab"):
                 with gr.Row():
-                    json_file = gr.DownloadButton("predictions (JSON)", visible=False, elem_id="grove-json")
-                    mp4_file = gr.DownloadButton("annotated video (MP4)", visible=False, elem_id="grove-mp4")
-                    timeline_file = gr.DownloadButton("timeline (JSON)", visible=False, elem_id="grove-timeline-json")
-            with gr.Column(scale=2):
-                annotated = gr.Video(label="annotated video", interactive=False, elem_id="grove-annotated")
-                with gr.Column(visible=False, elem_id="grove-timeline") as timeline_box:
-                    segments = gr.HTML(elem_id="grove-segments")
-                    entities = gr.Radio(choices=[], label="entities (choose one to see its tube)",
-                                        elem_id="grove-entities")
-                    tube = gr.HTML(elem_id="grove-tube")
-                with gr.Column(elem_id="grove-clip-view") as clip_box:
-                    clips = gr.Dropdown(choices=[], label="clips of the video", visible=False, elem_id="grove-clips")
-                    caption = gr.HTML(elem_id="grove-caption")
-                    judged = gr.Markdown(elem_id="grove-judge", visible=judge is not None)
-                    frame_slider = gr.Slider(0, 1, value=0, step=1, label="frame of the clip (5-fps grid)",
-                                             elem_id="grove-frame-slider")
-                    frame_label = gr.Markdown(elem_id="grove-frame-label")
-                    frame_image = gr.Image(label="frame at full size", interactive=False, format="png",
-                                           elem_id="grove-frame")
-                    plot = gr.Plot(label="objectness over time", elem_id="grove-plot")
-                    with gr.Row():
-                        query_in = gr.Textbox(label="ask: a phrase, or a sentence with its phrases in <p>...</p>",
-                                              elem_id="grove-query", scale=4)
-                        ask = gr.Button("Ground the query", elem_id="grove-ask", scale=1)
-                    query_answer = gr.Markdown(elem_id="grove-query-answer")
-                    query_state = gr.State(None)
+                    with gr.Column(scale=1):
+                        video_in = gr.Video(label="video", sources=["upload"], format=None, include_audio=True,
+                                            elem_id="grove-upload")
+                        if samples:
+                            gr.Examples(examples=[[str(s.path)] for s in samples], inputs=[video_in],
+                                        example_labels=[f"synthetic: {s.caption}" for s in samples],
+                                        label="synthetic samples")
+                        long_video = gr.Checkbox(
+                            value=False, label="long-video mode (configs/overlays/long_video.yaml: one streaming pass, "
+                                               "a timeline of entities linked across clips)",
+                            info=None if predictor.long_video is not None else
+                            f"not available: {predictor.long_video_error[:300]}",
+                            interactive=predictor.long_video is not None, elem_id="grove-long")
+                        with gr.Accordion("settings", open=False):
+                            threshold = gr.Slider(0.0, 1.0, value=defaults.objectness_threshold, step=0.01,
+                                                  label="objectness threshold (a box is kept where its phrase's "
+                                                        "objectness reaches it)")
+                            window_mode = gr.Dropdown(list(WINDOW_MODES), value=defaults.window_mode,
+                                                      label="window mode")
+                            clip_seconds = gr.Number(value=defaults.clip_seconds or 0, minimum=0,
+                                                     label="clip length in seconds (0: the whole video as one clip)")
+                            stride_seconds = gr.Number(value=defaults.stride_seconds or 0, minimum=0,
+                                                       label="clip stride in seconds (0: clips follow each other; "
+                                                             "long-video mode needs 0)")
+                            max_new_tokens = gr.Slider(1, 256, value=defaults.max_new_tokens, step=1,
+                                                       label="max new tokens of the caption")
+                        run = gr.Button("Caption and ground", variant="primary", elem_id="grove-run")
+                        status = gr.Markdown(elem_id="grove-status")
+                        with gr.Row():
+                            json_file = gr.DownloadButton("predictions (JSON)", visible=False, elem_id="grove-json")
+                            mp4_file = gr.DownloadButton("annotated video (MP4)", visible=False, elem_id="grove-mp4")
+                            timeline_file = gr.DownloadButton("timeline (JSON)", visible=False,
+                                                              elem_id="grove-timeline-json")
+                    with gr.Column(scale=2):
+                        annotated = gr.Video(label="annotated video", interactive=False, elem_id="grove-annotated")
+                        with gr.Column(visible=False, elem_id="grove-timeline") as timeline_box:
+                            segments = gr.HTML(elem_id="grove-segments")
+                            entities = gr.Radio(choices=[], label="entities (choose one to see its tube)",
+                                                elem_id="grove-entities")
+                            tube = gr.HTML(elem_id="grove-tube")
+                        with gr.Column(elem_id="grove-clip-view") as clip_box:
+                            clips = gr.Dropdown(choices=[], label="clips of the video", visible=False,
+                                                elem_id="grove-clips")
+                            caption = gr.HTML(elem_id="grove-caption")
+                            judged = gr.Markdown(elem_id="grove-judge", visible=judge is not None)
+                            frame_slider = gr.Slider(0, 1, value=0, step=1, label="frame of the clip (5-fps grid)",
+                                                     elem_id="grove-frame-slider")
+                            frame_label = gr.Markdown(elem_id="grove-frame-label")
+                            frame_image = gr.Image(label="frame at full size", interactive=False, format="png",
+                                                   elem_id="grove-frame")
+                            plot = gr.Plot(label="objectness over time", elem_id="grove-plot")
+                            with gr.Row():
+                                query_in = gr.Textbox(
+                                    label="ask: a phrase, or a sentence with its phrases in <p>...</p>",
+                                    elem_id="grove-query", scale=4)
+                                ask = gr.Button("Ground the query", elem_id="grove-ask", scale=1)
+                            query_answer = gr.Markdown(elem_id="grove-query-answer")
+                            query_state = gr.State(None)
+            with gr.Tab("Live", id="live", elem_id="grove-live-tab"):
+                build_live_tab(predictor, workspace, demo)
         components = {"status": status, "annotated": annotated, "clips": clips, "caption": caption, "plot": plot,
                       "frame_slider": frame_slider, "frame_image": frame_image, "frame_label": frame_label,
                       "judged": judged, "json_file": json_file, "mp4_file": mp4_file, "clip_box": clip_box,

@@ -39,14 +39,20 @@ class VideoWriter:
             self.abort()
             raise
         self.count = 0
+        self._frame = np.zeros((height + 2, width, 3), dtype=np.uint8)  # rows past the image stay zero
 
     def write(self, frames: np.ndarray) -> None:
-        """Append ``(N, H, W, 3)`` uint8 RGB frames."""
+        """Append ``(N, H, W, 3)`` uint8 RGB frames.
+
+        Each frame is encoded from one buffer of this writer's, zero past the image: FFmpeg's colour
+        conversion may read a few bytes beyond a frame's last row, and a frame buffer of its own
+        leaves those bytes unset, which made the file differ from run to run."""
         for array in frames:
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(array), format="rgb24")
+            self._frame[:self.stream.height] = array
+            frame = av.VideoFrame.from_numpy_buffer(self._frame[:self.stream.height], format="rgb24")
             frame.pts = self.count
             self.count += 1
-            self.container.mux(self.stream.encode(frame))
+            self.container.mux(self.stream.encode(frame))  # converted and copied before it returns
 
     def close(self) -> Path:
         """Flush the encoder and rename the finished file into place."""

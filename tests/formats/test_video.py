@@ -308,3 +308,30 @@ def test_seeking_past_unreferenced_frames_changes_no_pixel(tmp_path, gop):
         with PyAVVideoSource(path) as src:
             np.testing.assert_array_equal(src.read_frames(indices), full[indices], err_msg=str(indices))
             np.testing.assert_array_equal(src.read_all(), full)
+
+
+def test_the_writer_gives_the_same_file_wherever_the_frames_lie_in_memory(tmp_path):
+    """The same frames from one array, from a fresh array each, from views into larger arrays and in
+    chunks of any size: the same bytes (the encoder's colour conversion reads no memory the frames
+    do not own)."""
+    from formats.video_writer import VideoWriter
+
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (12, 48, 80, 3), dtype=np.uint8)
+    layouts = {
+        "one array": [frames],
+        "fresh arrays": [np.array(f[None]) for f in frames],
+        "views into noise": [],
+        "chunks": [frames[:5], frames[5:6], frames[6:]],
+    }
+    for f in frames:
+        noise = rng.integers(0, 256, (3, 50, 80, 3), dtype=np.uint8)
+        noise[1, :48] = f
+        layouts["views into noise"].append(noise[1:2, :48])
+    written = {}
+    for name, chunks in layouts.items():
+        writer = VideoWriter(tmp_path / f"{name}.mp4", 10, 80, 48, crf=20)
+        for chunk in chunks:
+            writer.write(chunk)
+        written[name] = writer.close().read_bytes()
+    assert all(data == written["one array"] for data in written.values())

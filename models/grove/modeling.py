@@ -23,7 +23,7 @@ from models.grove.grounding_video_encoder import GroundingVideoEncoder
 from models.grove.heads import BoxHead, QueryProjector, TemporalObjectnessHead
 from models.grove.language_model import GroveLanguageModel
 from models.grove.prompting import RELEASED_TEXT_PROTOCOLS, GroundedCaptionPrompter, format_target, official_answer_text
-from models.grove.windows import batch_windows
+from models.grove.windows import batch_windows, window_pairs
 
 # How generated text becomes the ids that are grounded (Grove.predict).
 TEXT_PROTOCOLS = ("project", *RELEASED_TEXT_PROTOCOLS)
@@ -218,7 +218,7 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
                 window_mode: str = "interleaved", caption_positions: Tensor | None = None,
                 captions: list[str] | None = None, max_new_tokens: int = 64,
                 text_protocol: str = "project", answers: list[str] | None = None,
-                question: str | None = None) -> GrovePrediction:
+                question: str | None = None, windows_per_pass: int | None = None) -> GrovePrediction:
         """Caption a clip and ground the caption on all of its frames (GROVE paper, supp. C).
 
         Args:
@@ -242,12 +242,18 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
             answers: answers in the target format to ground as they are, without normalising
                 (the pointing benchmarks' ``<p> caption </p> [DET]``); overrides ``captions``.
             question: the question asked before ``answers`` (default: the prompter's evaluation question).
+            windows_per_pass: how many windows go through the model at once (default: as many as the
+                batch has clips, so a pass holds what one window per clip holds). The windows of all
+                the batch's clips are run as one list, so passes are full whatever the clips'
+                lengths; a clip without phrases and the padding windows of shorter clips are not run.
         """
         if text_protocol not in TEXT_PROTOCOLS:
             raise ValueError(f"text_protocol must be one of {TEXT_PROTOCOLS}, got {text_protocol!r}")
         if text_protocol in RELEASED_TEXT_PROTOCOLS and window_mode != "official":
             raise ValueError(f"text_protocol={text_protocol!r} grounds the released caption window: it needs "
                              f"window_mode='official', got {window_mode!r}")
+        if windows_per_pass is not None and int(windows_per_pass) < 1:
+            raise ValueError(f"windows_per_pass must be a positive number of windows, got {windows_per_pass!r}")
         device = global_frames.device
         num_frames = frame_mask.sum(dim=1)
         positions, keep, official_caption, caption_window = batch_windows(num_frames, window, window_mode)
@@ -255,6 +261,7 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
         plain = None
         central = None  # official protocol: (B,) caption window and its ids, grounded as generated
         released = None  # a released protocol's decoded answers
+        captioned = None  # (caption frames (B, T), their video tokens): reused for a window of the same frames
         if answers is not None:
             parsed = [official_answer_text(a) for a in answers]
             tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
@@ -264,8 +271,8 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
             tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
             enc = self.prompter.encode_training(tagged)
         elif text_protocol in RELEASED_TEXT_PROTOCOLS:
-            answers, generated = self._generate_official(global_frames[clips, official_caption], max_new_tokens,
-                                                         text_protocol)
+            captioned = (official_caption, self.encode_video(global_frames[clips, official_caption]))
+            answers, generated = self._generate_official(captioned[1], max_new_tokens, text_protocol)
             released = answers
             parsed = [official_answer_text(a) for a in answers]
             tagged, plain, phrases = [p[0] for p in parsed], [p[1] for p in parsed], [p[2] for p in parsed]
@@ -275,7 +282,8 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
             caption_at = official_caption if official_caption is not None else caption_positions
             if caption_at is None:
                 raise ValueError(f"window_mode={window_mode!r} needs caption_positions (B, T) to caption from")
-            texts = self.generate_captions(global_frames[clips, caption_at], max_new_tokens=max_new_tokens)
+            captioned = (caption_at.to(device), self.encode_video(global_frames[clips, caption_at]))
+            texts = self.generate_captions(global_frames, max_new_tokens=max_new_tokens, video_embeds=captioned[1])
             parsed = [self.prompter.parse_generated(text) for text in texts]
             tagged, phrases = [p[0] for p in parsed], [p[2] for p in parsed]
             enc = self.prompter.encode_training(tagged)
@@ -285,30 +293,50 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
         scores = global_frames.new_ones(b, n, max_p, dtype=torch.float32)
         if max_p == 0:
             return GrovePrediction(tagged, phrases, boxes, scores, plain, released)
-        enc = {k: enc[k].to(device) for k in ("input_ids", "attention_mask")}
+        ids, mask = enc["input_ids"].to(device), enc["attention_mask"].to(device)
+        if central is not None:  # per clip, the ids of its caption window next to those of the others
+            ids, mask, central = _with_central_ids(ids, mask, central, self.tokenizer.pad_token_id)
         num_phrases = torch.tensor([len(p) for p in phrases], device=device)
         phrase_mask = torch.arange(max_p, device=device).unsqueeze(0) < num_phrases.unsqueeze(1)
-        for w in range(positions.shape[1]):  # a handful of windows per clip, each a full model pass
-            pos = positions[:, w]
-            ids, mask = enc["input_ids"], enc["attention_mask"]
-            if central is not None:
-                ids, mask = _rows_from(central[0] == w, central[1], ids, mask, self.tokenizer.pad_token_id)
-            video = self.encode_video(global_frames[clips, pos])
-            _, queries, _ = self.det_queries(ids, mask, video, num_slots=max_p)
-            win_boxes, win_logits = self.decode_boxes(self.encode_grounding(grounding_frames[clips, pos]), queries,
-                                                      phrase_mask)
-            bi, ti = keep[:, w].nonzero(as_tuple=True)
-            boxes[bi, pos[bi, ti]] = win_boxes[bi, ti].float()
+        pair_clips, pair_windows = window_pairs(keep, num_phrases > 0)
+        per_pass = b if windows_per_pass is None else int(windows_per_pass)
+        for start in range(0, pair_clips.numel(), per_pass):  # ceil(pairs / per_pass) passes
+            pc, pw = pair_clips[start:start + per_pass], pair_windows[start:start + per_pass]
+            pos = positions[pc, pw]  # (K, T)
+            rows = pc if central is None else pc + b * (central[pc] == pw).long()  # the caption window's own ids
+            win_boxes, win_logits = self._ground_windows(global_frames[pc.unsqueeze(1), pos],
+                                                         grounding_frames[pc.unsqueeze(1), pos], ids[rows], mask[rows],
+                                                         phrase_mask[pc], _reused_video(pos, pc, captioned))
+            ki, ti = keep[pc, pw].nonzero(as_tuple=True)
+            boxes[pc[ki], pos[ki, ti]] = win_boxes[ki, ti].float()
             if win_logits is not None:
-                scores[bi, pos[bi, ti]] = win_logits[bi, ti].float().sigmoid()
+                scores[pc[ki], pos[ki, ti]] = win_logits[ki, ti].float().sigmoid()
         real = phrase_mask[:, None, :] & frame_mask[:, :, None]  # padded phrases and frames: no box
         return GrovePrediction(tagged, phrases, boxes * real.unsqueeze(-1), scores * real, plain, released)
 
-    def _generate_official(self, caption_frames: Tensor, max_new_tokens: int,
+    def _ground_windows(self, global_frames: Tensor, grounding_frames: Tensor, input_ids: Tensor,
+                        attention_mask: Tensor, phrase_mask: Tensor,
+                        reused: tuple[Tensor, Tensor] | None) -> tuple[Tensor, Tensor | None]:
+        """One model pass over K windows, each of its own clip: frames ``(K, T, 3, H, W)``, caption-forced
+        ids ``(K, L)`` (right-padded) and ``phrase_mask (K, P)`` -> boxes ``(K, T, P, 4)``, logits ``(K, T, P)``.
+
+        ``reused``: ``(mask (K,), video tokens (K, N, D))``, the windows whose video tokens were already
+        computed (the caption's frames) and those tokens; the global tower runs on the others only."""
+        if reused is None:
+            video = self.encode_video(global_frames)
+        else:
+            use, tokens = reused
+            fresh = (~use).nonzero(as_tuple=True)[0]
+            video = tokens  # a gathered copy (_reused_video): written in place
+            if fresh.numel():
+                video[fresh] = self.encode_video(global_frames[fresh]).to(video.dtype)
+        _, queries, _ = self.det_queries(input_ids, attention_mask, video, num_slots=phrase_mask.shape[1])
+        return self.decode_boxes(self.encode_grounding(grounding_frames), queries, phrase_mask)
+
+    def _generate_official(self, video: Tensor, max_new_tokens: int,
                            text_protocol: str = "official") -> tuple[list[str], list[list[int]]]:
-        """Greedy answers from the caption window: ``(answer texts as ``text_protocol`` decodes them,
-        prompt + generated ids)``."""
-        video = self.encode_video(caption_frames)
+        """Greedy answers from the caption window's video tokens: ``(answer texts as ``text_protocol``
+        decodes them, prompt + generated ids)``."""
         prompts = self.prompter.encode_prompts(video.shape[0])
         generated = self.language_model.generate(video, prompts["input_ids"].to(video.device),
                                                  prompts["attention_mask"].to(video.device),
@@ -371,18 +399,32 @@ class Grove(nn.Module, PyTorchModelHubMixin, library_name="grove", tags=["ground
         return counts
 
 
-def _rows_from(use_first: Tensor, first: dict[str, Tensor], ids: Tensor, mask: Tensor,
-               pad_id: int) -> tuple[Tensor, Tensor]:
-    """Per row, ``first``'s ids where ``use_first`` (B,) else ``ids``; both right-padded to one length."""
-    first_ids, first_mask = first["input_ids"].to(ids.device), first["attention_mask"].to(ids.device)
+def _with_central_ids(ids: Tensor, mask: Tensor, central: tuple[Tensor, dict[str, Tensor]],
+                      pad_id: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The official protocol's two sets of ids in one table: rows ``0..B-1`` the re-tokenised answers
+    (every window but the caption window), rows ``B..2B-1`` the generated ids (the caption window),
+    right-padded to one length; and the caption window index ``(B,)``."""
+    first_ids, first_mask = central[1]["input_ids"].to(ids.device), central[1]["attention_mask"].to(ids.device)
     length = max(first_ids.shape[1], ids.shape[1])
 
     def pad(x: Tensor, value: int) -> Tensor:
         return torch.nn.functional.pad(x, (0, length - x.shape[1]), value=value)
 
-    pick = use_first.to(ids.device).unsqueeze(1)
-    return (torch.where(pick, pad(first_ids, pad_id), pad(ids, pad_id)),
-            torch.where(pick, pad(first_mask, 0), pad(mask, 0)))
+    return (torch.cat((pad(ids, pad_id), pad(first_ids, pad_id))), torch.cat((pad(mask, 0), pad(first_mask, 0))),
+            central[0].to(ids.device))
+
+
+def _reused_video(positions: Tensor, clips: Tensor, captioned: tuple[Tensor, Tensor] | None
+                  ) -> tuple[Tensor, Tensor] | None:
+    """Which of the windows ``positions (K, T)`` of ``clips (K,)`` show exactly their clip's caption frames,
+    and the caption's video tokens for every window (to be replaced where they do not): the global tower
+    then runs once on those frames (the official mode always captions from one of its windows, the
+    interleaved one of a 40-frame clip from its third window). None when no window does."""
+    if captioned is None:
+        return None
+    frames, tokens = captioned
+    use = (positions == frames[clips]).all(dim=1)
+    return (use, tokens[clips]) if bool(use.any()) else None
 
 
 def build_on_meta(global_encoder: GlobalEncoderConfig, grounding_encoder: GroundingEncoderConfig,

@@ -54,7 +54,7 @@ DEFAULT_INFERENCE = {"objectness_threshold": 0.5, "objectness_strict": False, "w
 def predict_clips(model, batch: dict[str, Any], objectness_threshold: float, objectness_strict: bool = False,
                   window_mode: str = "interleaved", text_protocol: str = "project", max_new_tokens: int = 64,
                   teacher_forced: bool = False, report_objectness: bool = False, masker=None,
-                  video_root: str | Path = "/") -> dict[str, dict]:
+                  video_root: str | Path = "/", windows_per_pass: int | None = None) -> dict[str, dict]:
     """Run ``model`` (a :class:`models.grove.modeling.Grove`) on a batch of whole clips and format its predictions.
 
     Returns ``{"predictions": {key: prediction-format dict}}``; with ``report_objectness``, also
@@ -64,6 +64,8 @@ def predict_clips(model, batch: dict[str, Any], objectness_threshold: float, obj
     With a ``masker`` (:mod:`models.masks`) every kept box also gets a mask, computed on the clip's frames
     at the video's size: the batch's ``source_frames`` (one ``(N, H, W, 3)`` array per clip) when it
     carries them, else read again from ``video_root / video_fname``, one clip at a time.
+    ``windows_per_pass``: windows through the model at once (:meth:`models.grove.modeling.Grove.predict`;
+    default the batch's clip count).
     """
     captions = list(batch["tagged_captions"]) if teacher_forced else None
     if masker is not None:
@@ -71,7 +73,8 @@ def predict_clips(model, batch: dict[str, Any], objectness_threshold: float, obj
     out = model.predict(batch["global_frames"], batch["grounding_frames"], batch["frame_mask"],
                         window=batch["caption_positions"].shape[1], window_mode=window_mode,
                         caption_positions=batch["caption_positions"], captions=captions,
-                        max_new_tokens=max_new_tokens, text_protocol=text_protocol)
+                        max_new_tokens=max_new_tokens, text_protocol=text_protocol,
+                        windows_per_pass=windows_per_pass)
     result = {"predictions": format_clip_predictions(batch, out.tagged_captions, out.phrases, out.boxes, out.scores,
                                                      out.captions, float(objectness_threshold),
                                                      bool(objectness_strict), model.objectness_head is not None,

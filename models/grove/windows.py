@@ -24,7 +24,9 @@ the caption on every annotated frame, window by window (GROVE paper, supp. C; th
 
 Every schedule returns ``(W, T)`` frame positions and a ``(W, T)`` mask of the positions whose
 prediction is kept (each frame is kept exactly once). Positions past the clip's last frame are
-clamped to it and never kept.
+clamped to it and never kept. :func:`window_pairs` lists the (clip, window) pairs of a batch that
+have frames to keep, in the order ``Grove.predict`` runs them through the model, several clips'
+windows per pass.
 """
 from __future__ import annotations
 
@@ -113,5 +115,14 @@ def batch_windows(num_frames: Tensor, T: int, mode: str) -> tuple[Tensor, Tensor
     return positions.to(device), keep.to(device), caption.to(device), index.to(device)
 
 
-__all__ = ["WINDOW_MODES", "batch_windows", "clip_windows", "official_windows", "interleaved_windows",
+def window_pairs(keep: Tensor, grounded: Tensor) -> tuple[Tensor, Tensor]:
+    """The ``(clip, window)`` pairs to run, clip by clip and window by window: ``clips (K,)`` and
+    ``windows (K,)`` for ``keep (B, W, T)`` and ``grounded (B,)`` (False: a clip with no phrase to box).
+
+    Windows that keep no frame (the copies :func:`batch_windows` pads shorter clips with) and the
+    windows of clips that are not grounded are left out."""
+    return (keep.any(dim=2) & grounded.unsqueeze(1)).nonzero(as_tuple=True)
+
+
+__all__ = ["WINDOW_MODES", "batch_windows", "window_pairs", "clip_windows", "official_windows", "interleaved_windows",
            "contiguous_windows", "official_pointing_windows"]

@@ -179,8 +179,10 @@ def test_generate_reports_the_package_s_text_tagged_by_default(tmp_path, monkeyp
     assert scripts["text_tagged"] == "a man wipes <p> the floor </p> ; he <p> a cloth </p>"
     assert scripts["text"] == out["text"] and len(scripts["frame_indices"]) == len(out["frame_indices"]) == 20
     center = [out["frame_indices"].index(f) for f in out["center_frame_indices"]]
-    same = [torch.equal(a, b) for a, b in zip(out["probs_temp_objectness"], scripts["probs_temp_objectness"])]
-    assert all(same[i] for i in center)  # the caption window is grounded on the generated ids in both
+    # float tolerance: the two protocols pad their windows' ids to different lengths, which moves the
+    # float rounding of the same computation (measured: up to 1.2e-7 apart, the moved query 1e-5 and more)
+    diff = torch.stack([(a - b).abs() for a, b in zip(out["probs_temp_objectness"], scripts["probs_temp_objectness"])])
+    assert diff[center].max() <= 1e-6  # the caption window is grounded on the generated ids in both
     # the other windows see "[DET];" in one and "[DET] ;" in the other: the second phrase's query moves
-    assert not all(same)
-    assert all(torch.equal(a[0], b[0]) for a, b in zip(out["probs_temp_objectness"], scripts["probs_temp_objectness"]))
+    assert diff[:, 1].max() > 5e-6
+    assert diff[:, 0].max() <= 1e-6

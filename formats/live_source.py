@@ -122,8 +122,8 @@ class LiveSource:
                  options: dict[str, str] | None = None, listen: float | None = None):
         self.source = str(source)
         if listen is not None and scheme(self.source) not in LISTENING_SCHEMES:
-            raise UserInputError(f"listening is for {' and '.join(s + '://' for s in LISTENING_SCHEMES)} sources, "
-                             f"not {self.source!r}")
+            listening = " and ".join(f"{name}://" for name in LISTENING_SCHEMES)
+            raise UserInputError(f"listening is for {listening} sources, not {self.source!r}")
         self.listen = listen
         self.follow = follow
         self.stall_timeout = float(stall_timeout)
@@ -156,7 +156,7 @@ class LiveSource:
         options, wait = dict(self.options), self.stall_timeout
         if self.listen is not None:
             # the wait is PyAV's timeout callback's (connecting, then probing); FFmpeg's own outlasts it.
-            # Always given: FFmpeg's rtsp default (-1 s) reaches its TCP listener as -1000 ms, refused
+            # Always given: FFmpeg's rtsp default (-1 s) reaches its TCP listener as -1000 ms, out of range
             wait += self.listen
             if scheme(self.source) == "tcp":
                 options = {"listen": "1", "listen_timeout": str(int(wait * 1000) + 1000), **options}  # ms

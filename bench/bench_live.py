@@ -12,10 +12,12 @@ the model keeps up with the stream), clips dropped; the child's RSS is sampled e
 (with ``--out``, the samples are kept in ``DIR/rss.json``).
 
 Without ``--ckpt`` the model is configs/demo.yaml with randomly initialised weights (the towers' and
-the model's initial weights, as ``bench/bench_predict.py`` runs it): the same modules on the same
-tensors, so the compute per clip is a trained one's, except that an untrained language model
-rarely ends its caption early, so it generates the whole ``max_new_tokens`` every clip (no less
-work than the trained one's), and the phrases it tags (hence the boxes decoded and linked) differ.
+the model's initial weights, as ``bench/bench_predict.py`` runs it), doing a trained one's work per
+clip: an untrained language model tags almost no phrase, and a clip without phrases skips every
+grounding window (``models.grove.modeling.Grove.predict``), so each caption is generated (the whole
+``max_new_tokens``: an untrained model rarely stops early, so somewhat more steps than a trained
+one's) and then replaced by the next clip's true tagged caption from the ground truth, whose
+phrases are grounded in every window, boxed and linked as a trained model's would be.
 Also printed: the released GROVE's FLOPs for one 8-s clip, counting every window of the clip
 (``sizing.flops``, ``models.grove.windows``), and the streams one H100 holds at 40 % MFU.
 """
@@ -34,6 +36,22 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The child: ``grove live``, with argv[1] the ground truth's clip records whose tagged captions
+# replace the generated ones (random weights), or "-" (a checkpoint: its own captions).
+CHILD = """
+import itertools, json, sys
+from command_line.grove import main
+records = sys.argv.pop(1)
+if records != "-":
+    from models.grove import Grove
+    truth = itertools.cycle([r["tagged_caption"] for r in json.load(open(records))["records"]])
+    generate = Grove.generate_captions
+    def generate_then_true(self, frames, *args, **kwargs):
+        generate(self, frames, *args, **kwargs)
+        return [next(truth) for _ in range(len(frames))]
+    Grove.generate_captions = generate_then_true
+main(sys.argv[1:])
+"""
 H100_BF16_PEAK = 989e12  # dense BF16 tensor-core FLOP/s of an H100 SXM
 MFU = 0.4
 
@@ -63,8 +81,8 @@ def main() -> None:
     if not args.ckpt:  # the towers' init-time files come from `grove pretrain-towers`: random towers instead
         weights += ["--", "--model.init_args.global_encoder.checkpoint=null",
                     "--model.init_args.grounding_encoder.checkpoint=null"]
-        print("no --ckpt: configs/demo.yaml with random weights (the compute per clip of a trained one; "
-              "captions run to max_new_tokens)")
+        print("no --ckpt: configs/demo.yaml with random weights; each caption is generated (max_new_tokens), "
+              "then replaced by the clip's true one, whose phrases are grounded: a trained model's work per clip")
     import psutil
 
     from live.serving import LiveStreamServer
@@ -77,7 +95,8 @@ def main() -> None:
         generate_long_video(video, config, clip_seconds=args.clip_seconds)
         log = out / "live.log"  # the child's stderr: a file, so a long run never fills a pipe
         with LiveStreamServer(video, speed=args.speed) as server, open(log, "w") as stderr:
-            cmd = [sys.executable, "-c", "import sys; from command_line.grove import main; main(sys.argv[1:])",
+            records = "-" if args.ckpt else str(video.with_name(f"{video.stem}_clips.json"))
+            cmd = [sys.executable, "-c", CHILD, records,
                    "live", server.url, "--config", args.config, "--out", str(out / "live"),
                    "--clip-seconds", str(args.clip_seconds), "--skip-policy", args.skip_policy, "--reconnects", "0",
                    *weights]
@@ -87,9 +106,11 @@ def main() -> None:
             process = psutil.Process(child.pid)
             while child.poll() is None:
                 try:
-                    rss.append((round(time.monotonic() - began, 1), round(process.memory_info().rss / 2 ** 20, 1)))
+                    memory = process.memory_info().rss
                 except psutil.NoSuchProcess:
                     break
+                if memory:  # 0: the child is exiting
+                    rss.append((round(time.monotonic() - began, 1), round(memory / 2 ** 20, 1)))
                 time.sleep(1.0)
         if child.returncode:
             raise SystemExit(f"grove live failed:\n{log.read_text()[-3000:]}")
@@ -99,7 +120,8 @@ def main() -> None:
     latency = np.array([line["latency_s"] for line in lines])
     model = np.array([line["model_s"] for line in lines])
     print(f"{args.minutes:g} min stream at {args.speed:g}x, {args.clip_seconds:g}-s clips, {args.skip_policy}: "
-          f"{len(lines)} clips predicted, {len(summary['dropped_clips'])} dropped")
+          f"{len(lines)} clips predicted, {len(summary['dropped_clips'])} dropped, "
+          f"{np.mean([len(line['phrases']) for line in lines]):.1f} phrases grounded per clip")
     print(f"latency s: p50 {np.percentile(latency, 50):.2f}, p95 {np.percentile(latency, 95):.2f}, "
           f"max {latency.max():.2f}; model s per clip: mean {model.mean():.2f}; "
           f"real-time factor {args.clip_seconds / model.mean():.2f}")

@@ -4,6 +4,7 @@
 ``rtsp://``, ``http(s)://`` (HLS playlists too), ``udp://``/``tcp://`` MPEG-TS, a camera device
 (``/dev/videoN``, v4l2), ``-`` for stdin, and a path that is still growing (``follow``: a streamable
 container such as MPEG-TS; a plain MP4 keeps its index at the end and cannot be read while written).
+With ``listen``, an ``rtsp://`` or ``tcp://`` address is served here and the source pushes to it.
 
 :meth:`LiveSource.grid_frames` yields the frames that fall on the 5-fps annotation grid
 (:func:`formats.frame_grids.annotation_step`) with their source index (from the presentation time,
@@ -15,11 +16,15 @@ ends, or a source out of reconnects, ends the iteration. Nothing waits without a
 """
 from __future__ import annotations
 
+from core.user_errors import UserInputError
+
+import math
 import os
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -29,6 +34,7 @@ from formats.frame_grids import annotation_step
 from formats.video_reader import quarter_turns
 
 NETWORK_SCHEMES = ("rtsp", "rtsps", "rtmp", "http", "https", "udp", "tcp", "srt", "hls")
+LISTENING_SCHEMES = ("rtsp", "tcp")
 
 
 @dataclass
@@ -54,8 +60,13 @@ class LiveGap:
         return f"{source}: no frames {self.start_s:.2f} s - {end}: {self.reason}"
 
 
+def scheme(source: str) -> str:
+    """The URL's scheme, lower case ('' for a path)."""
+    return source.split("://", 1)[0].lower() if "://" in source else ""
+
+
 def is_network(source: str) -> bool:
-    return "://" in source and source.split("://", 1)[0].lower() in NETWORK_SCHEMES
+    return scheme(source) in NETWORK_SCHEMES
 
 
 class GrowingFile(IO[bytes]):
@@ -101,12 +112,19 @@ class LiveSource:
         fps: the frame rate when the stream does not say (cameras, some raw streams).
         input_format: FFmpeg's demuxer (``v4l2``, ``mpegts``, ...); None: probed (``v4l2`` for ``/dev/video*``).
         options: FFmpeg options for opening (``{"rtsp_transport": "tcp"}``, camera ``video_size``, ...).
+        listen: wait up to this many seconds for the source to connect and push to the address (an
+            ``rtsp://`` URL: RTSP's listen mode, the encoder publishing with ANNOUNCE and RECORD; a
+            ``tcp://`` one: a listening socket); None: connect to it. ``udp://`` always listens.
     """
 
     def __init__(self, source: str, follow: bool = False, stall_timeout: float = 5.0, reconnects: int = 3,
                  backoff: float = 0.5, fps: float | None = None, input_format: str | None = None,
-                 options: dict[str, str] | None = None):
+                 options: dict[str, str] | None = None, listen: float | None = None):
         self.source = str(source)
+        if listen is not None and scheme(self.source) not in LISTENING_SCHEMES:
+            listening = " and ".join(f"{name}://" for name in LISTENING_SCHEMES)
+            raise UserInputError(f"listening is for {listening} sources, not {self.source!r}")
+        self.listen = listen
         self.follow = follow
         self.stall_timeout = float(stall_timeout)
         self.reconnects = int(reconnects)
@@ -135,25 +153,51 @@ class LiveSource:
                            format=self.input_format)
         if not self.network and not self.source.startswith("/dev/") and not os.path.exists(self.source):
             raise FileNotFoundError(f"{self.source}: no such file")
-        return av.open(self.source, mode="r", format=self.input_format, options=self.options,
-                       timeout=(self.stall_timeout, self.stall_timeout) if self.network else None)
+        options, wait = dict(self.options), self.stall_timeout
+        if self.listen is not None:
+            # the wait is PyAV's timeout callback's (connecting, then probing); FFmpeg's own outlasts it.
+            # Always given: FFmpeg's rtsp default (-1 s) reaches its TCP listener as -1000 ms, out of range
+            wait += self.listen
+            if scheme(self.source) == "tcp":
+                options = {"listen": "1", "listen_timeout": str(int(wait * 1000) + 1000), **options}  # ms
+            else:
+                options = {"rtsp_flags": "listen", "listen_timeout": str(math.ceil(wait) + 1), **options}  # s
+        return av.open(self.source, mode="r", format=self.input_format, options=options,
+                       timeout=(wait, self.stall_timeout) if self.network else None)
 
-    def _frames(self, container, offset: float, first_pts: list) -> Iterator[tuple[float, np.ndarray]]:
+    def _frames(self, container, offset: float) -> Iterator[tuple[float, np.ndarray]]:
+        """``(stream time s, RGB)`` per decoded frame, the first at ``offset``. A frame without a
+        presentation time takes its neighbour's one frame period away: RTSP gives none to the frames
+        before the first RTCP sender report (RFC 3550, 6.4.1, maps RTP time to wall time), which
+        would otherwise shift every later index by those frames."""
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         rotate = stream.metadata.get("rotate")
         turns = quarter_turns(float(rotate) if rotate else None, self.source)
+        period = 1.0 / float(self.fps)
+        origin, last, waiting = None, None, []  # waiting: frames before the first with a time
         for frame in self._decoded(container, stream):
             if self.stop.is_set():
                 return
+            rgb = frame.to_ndarray(format="rgb24")
+            rgb = np.ascontiguousarray(np.rot90(rgb, -turns)) if turns else rgb
             time_base = frame.time_base or stream.time_base  # frames flushed from the decoder may lack it
             if frame.pts is None or time_base is None:
+                if last is None:
+                    waiting.append(rgb)
+                    continue
+                last += period
+                yield last, rgb
                 continue
-            if not first_pts:
-                first_pts.append(frame.pts)
-            t = offset + float((frame.pts - first_pts[0]) * time_base)
-            rgb = frame.to_ndarray(format="rgb24")
-            yield t, np.ascontiguousarray(np.rot90(rgb, -turns)) if turns else rgb
+            if origin is None:
+                origin = frame.pts * time_base - Fraction(len(waiting)) * Fraction(period).limit_denominator(10 ** 6)
+                for k, early in enumerate(waiting):
+                    yield offset + k * period, early
+                waiting = []
+            last = offset + float(frame.pts * time_base - origin)
+            yield last, rgb
+        for k, early in enumerate(waiting):  # a stream that never gave a time
+            yield offset + k * period, early
 
     @staticmethod
     def _decoded(container, stream):
@@ -172,7 +216,19 @@ class LiveSource:
         if failure is not None:
             raise failure
 
+    def _failure(self, err: Exception, opening: bool = False) -> str:
+        """What went wrong, in words: FFmpeg's timeout callback ends a wait with ExitError."""
+        import av
+
+        if isinstance(err, av.ExitError):
+            if opening and self.listen is not None:
+                return f"nothing connected within {self.listen + self.stall_timeout:g} s"
+            return f"no data for {self.stall_timeout:g} s"
+        return f"{type(err).__name__}: {err}"
+
     def rate(self, container) -> float:
+        if not container.streams.video:
+            raise ValueError("no video stream")
         stream = container.streams.video[0]
         rate = self.fps or stream.average_rate or stream.guessed_rate or stream.base_rate
         return float(rate) if rate else 25.0
@@ -184,7 +240,7 @@ class LiveSource:
             try:
                 container = self._open()
             except Exception as err:  # noqa: BLE001  (every failure to open is the same for a live source)
-                reason = f"cannot open: {type(err).__name__}: {err}"
+                reason = f"cannot open: {self._failure(err, opening=True)}"
                 if not self.network or tries >= self.reconnects:
                     self.ended = reason
                     if last_t is not None:
@@ -197,13 +253,12 @@ class LiveSource:
             if last_t is not None:  # reopened: its clock starts after the wall time missed
                 offset = last_t + (time.monotonic() - last_arrival)
                 self.reopened += 1
-            self.fps = self.rate(container)
-            step = annotation_step(self.fps)
             reason = "the stream ended"
-            first_pts: list = []
             reopened_gap = last_t is not None
             try:
-                for t, rgb in self._frames(container, offset, first_pts):
+                self.fps = self.rate(container)
+                step = annotation_step(self.fps)
+                for t, rgb in self._frames(container, offset):
                     index = int(round(t * self.fps))
                     arrival = time.monotonic()
                     if reopened_gap:
@@ -220,7 +275,7 @@ class LiveSource:
                     next_index = (index // step + 1) * step
                     yield LiveFrame(index, round(t, 4), arrival, rgb)
             except Exception as err:  # noqa: BLE001  (a stall or a broken stream: reported, then reopened)
-                reason = f"{type(err).__name__}: {err}"
+                reason = self._failure(err)
             finally:
                 container.close()
             if self.stop.is_set():

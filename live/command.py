@@ -91,7 +91,7 @@ def finish(session: LiveSession, out: Path, render: bool) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(prog="grove live", description=__doc__.split("\n\n")[0])
-    parser.add_argument("source", help="URL (rtsp/http/hls/udp/tcp), /dev/videoN, a file, or - for stdin")
+    parser.add_argument("source", help="URL (rtsp/http/hls/udp/tcp/srt), /dev/videoN, a file, or - for stdin")
     parser.add_argument("--config", action="append", required=True, role="input", type=existing_file,
                         help="the model's config (repeat to stack)")
     parser.add_argument("--ckpt-path", role="input", type=existing_path, help="the checkpoint's weights")
@@ -105,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stall-timeout", type=positive_float, default=5.0,
                         help="seconds without data that are a stall")
     parser.add_argument("--reconnects", type=non_negative_int, default=3, help="reopenings of a network source")
+    parser.add_argument("--listen", type=positive_float, default=None, metavar="SECONDS",
+                        help="serve the rtsp:// or tcp:// address and wait up to SECONDS for the source to push "
+                             "to it (RTSP's listen mode: ffmpeg -f rtsp URL publishes)")
     parser.add_argument("--fps", type=positive_float, default=None, help="frame rate when the stream does not say")
     parser.add_argument("--format", default=None, help="FFmpeg demuxer (v4l2, mpegts, ...)")
     parser.add_argument("--text-encoder", default="minilm", help="meaning cue encoder ('none': off)")
@@ -119,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     source = LiveSource(args.source, follow=args.follow, stall_timeout=args.stall_timeout,
-                        reconnects=args.reconnects, fps=args.fps, input_format=args.format)
+                        reconnects=args.reconnects, fps=args.fps, input_format=args.format, listen=args.listen)
     live = args.follow or source.network or args.source == "-" or args.source.startswith("/dev/")
     policy = args.skip_policy or ("drop-oldest" if live else "queue")
     module, datamodule = load_model(args.config, args.ckpt_path, overrides)

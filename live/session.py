@@ -81,6 +81,7 @@ class LiveSession:
         self.last_time_s = 0.0
         self.error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._finished = threading.Event()  # the run is over: the source thread may end
 
     # ---------------------------------------------------------------- the source thread
     def _meta(self, fps: float, width: int, height: int) -> dict[str, Any]:
@@ -133,6 +134,10 @@ class LiveSession:
             self.error = err
         finally:
             self.queue.close()
+            # This thread preprocesses with torch. Once a thread that ran torch's parallel CPU ops
+            # exits, GNU OpenMP ran the model thread's ones 20-50x slower (measured on 2 cores: 0.8 s
+            # a clip before, 20-45 s for the clips still queued), so it ends with the run.
+            self._finished.wait()
 
     # ---------------------------------------------------------------- the model's thread
     def _weights(self) -> LinkingWeights:
@@ -169,6 +174,27 @@ class LiveSession:
                 "dropped": len(self.queue.dropped),
                 "wall_s": round(now - self.started, 3)}
 
+    def _predict(self, item: LiveClip) -> dict[str, Any] | None:
+        """The clip predicted, linked and made a record (None: the model gave nothing for it)."""
+        began = time.monotonic()
+        batch = self.collate([item.sample])
+        predictions = self.predict(batch)
+        if item.key not in predictions:
+            return None
+        prediction = predictions[item.key]
+        if self.appearance is not None:
+            self.vectors.update(self.appearance(batch, {item.key: prediction}))
+        if self.linker is None:
+            self.linker = OnlineLinker(self._weights())
+        phrases = list(dict.fromkeys(prediction.get("phrases", [])))
+        app = self.vectors.get(item.key)
+        tubes = clip_tubes(item.place["frames"], prediction, self._text(phrases),
+                           app if app is not None and len(app) == len(phrases) else None)
+        ids = self.linker.add(tubes)
+        self.places.append(item.place)
+        self.predictions[item.key] = prediction
+        return self._emit(item, prediction, ids, time.monotonic() - began)
+
     def run(self) -> Iterator[dict[str, Any]]:
         """The clips' records, as each one is predicted, until the source ends or :meth:`stop`."""
         for record, _ in self.clips():
@@ -178,27 +204,16 @@ class LiveSession:
         """:meth:`run`'s records, each with the clip it was predicted on (its grid frames' pixels in
         ``clip.clip.pixels``, for a picture of what was predicted)."""
         self.started = time.monotonic()
+        self._finished.clear()
         self._thread = threading.Thread(target=self._read, name="live-source", daemon=True)
         self._thread.start()
-        while (item := self.queue.get()) is not None:
-            began = time.monotonic()
-            batch = self.collate([item.sample])
-            predictions = self.predict(batch)
-            if item.key not in predictions:
-                continue
-            prediction = predictions[item.key]
-            if self.appearance is not None:
-                self.vectors.update(self.appearance(batch, {item.key: prediction}))
-            if self.linker is None:
-                self.linker = OnlineLinker(self._weights())
-            phrases = list(dict.fromkeys(prediction.get("phrases", [])))
-            app = self.vectors.get(item.key)
-            tubes = clip_tubes(item.place["frames"], prediction, self._text(phrases),
-                               app if app is not None and len(app) == len(phrases) else None)
-            ids = self.linker.add(tubes)
-            self.places.append(item.place)
-            self.predictions[item.key] = prediction
-            yield self._emit(item, prediction, ids, time.monotonic() - began), item
+        try:
+            while (item := self.queue.get()) is not None:
+                record = self._predict(item)
+                if record is not None:
+                    yield record, item
+        finally:
+            self._finished.set()
 
     def stop(self) -> None:
         """End the run: the source stops at its next frame; clips already handed over are still predicted."""

@@ -366,6 +366,10 @@ CASES += [
      "--reconnects: must be an integer >= 0"),
     ("grove live", ["{tmp}/x.mp4", "--config", "{tmp}/config.yaml", "--out", "{tmp}/o", "--stall-timeout", "abc"],
      "--stall-timeout: must be a positive number"),
+    ("grove live", ["{tmp}/x.mp4", "--config", "{tmp}/config.yaml", "--out", "{tmp}/o", "--listen", "0"],
+     "--listen: must be a positive number"),
+    ("grove live", ["http://127.0.0.1:9/x.ts", "--config", "{tmp}/config.yaml", "--out", "{tmp}/o", "--listen", "5"],
+     "listening is for rtsp:// and tcp:// sources, not 'http://127.0.0.1:9/x.ts'"),
 ]
 OTHER_CASES += [
     (

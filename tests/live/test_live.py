@@ -223,6 +223,28 @@ def test_stopped_run_keeps_everything_emitted(long_video):
     assert session.summary()["ended"] == "stopped"
 
 
+def test_the_source_thread_ends_with_the_run(long_video):
+    """It preprocesses with torch, and GNU OpenMP slowed the model thread's parallel ops once such a
+    thread exited, so it waits for the run's end: the last clip (5-s clips of a 12-s stream: 0-5,
+    5-10, then 7-12 cut once the source ended) is predicted while it is still there; then it ends."""
+    from live.session import LiveSession
+
+    video, _ = long_video
+    seen = []
+
+    def predict(batch):
+        seen.append((session.source.ended is not None, session._thread.is_alive()))
+        return _fixed_prediction(batch)
+
+    with LiveStreamServer(video, speed=float("inf")) as server:
+        session = LiveSession(LiveSource(server.url, reconnects=0), _KeyOnly(), lambda samples: samples, predict,
+                              clip_seconds=5.0, policy="queue")
+        lines = list(session.run())
+    assert [line["start_s"] for line in lines] == [0.0, 5.0, 7.0] and seen[-1] == (True, True)
+    session._thread.join(timeout=30.0)
+    assert not session._thread.is_alive()
+
+
 def test_stdin_is_a_source(long_video, tmp_path, monkeypatch):
     import io
     import sys

@@ -129,18 +129,25 @@ def main() -> None:
 
 
 def rss_report(rss: list[tuple[float, float]]) -> str:
-    """RSS at 20 s (the model loaded), at every 5 minutes, at the end; and the end against 5 min."""
+    """RSS at 20 s (the model loaded), at every 5 minutes and at the end; and the last 5-minute mark
+    against the first (the end itself comes after the stream, while the timeline is written)."""
     if not rss:
         return "RSS: no samples"
     times = np.array([t for t, _ in rss])
-    marks = [20.0, *np.arange(300.0, times[-1], 300.0), times[-1]]
-    picks = {float(times[np.searchsorted(times, m).clip(max=len(times) - 1)]): None for m in marks}
-    at = {t: m for t, m in rss}
-    text = "RSS MiB over time: " + ", ".join(f"{t:.0f}s {at[t]:.0f}" for t in picks)
-    if times[-1] > 300:
-        five = at[float(times[np.searchsorted(times, 300.0)])]
-        text += f"; end vs 5 min: {at[float(times[-1])]:.0f} / {five:.0f} ({at[float(times[-1])] / five - 1:+.1%})"
+    memory = np.array([m for _, m in rss])
+
+    def at(t: float) -> tuple[float, float]:
+        i = int(np.searchsorted(times, t).clip(max=len(times) - 1))
+        return float(times[i]), float(memory[i])
+
+    fives = list(np.arange(300.0, times[-1], 300.0))
+    picks = dict(at(t) for t in [20.0, *fives, float(times[-1])])
+    text = "RSS MiB over time: " + ", ".join(f"{t:.0f}s {m:.0f}" for t, m in picks.items())
+    if len(fives) > 1:
+        (first_t, first), (last_t, last) = at(fives[0]), at(fives[-1])
+        text += f"; {last_t:.0f} s against {first_t:.0f} s: {last:.0f} / {first:.0f} MiB ({last / first - 1:+.1%})"
     return text
+
 
 if __name__ == "__main__":
     main()

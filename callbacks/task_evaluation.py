@@ -119,7 +119,7 @@ class VidSTGEvaluation(TaskEvaluation):
         super()._start(trainer, pl_module, stage)
 
     def make_metric(self, pl_module):
-        from metrics.protocols.vidstg import VidSTGMetric
+        from metrics.protocols.vidstg_metric import VidSTGMetric
 
         return VidSTGMetric(self.thresholds, grid=self.grid)
 
@@ -137,7 +137,8 @@ class ANetEntitiesEvaluation(TaskEvaluation):
         self.iou_threshold = iou_threshold
 
     def make_metric(self, pl_module):
-        from metrics.protocols.anet_entities import ANetEntitiesMetric, spacy_lemmatizer
+        from metrics.protocols.anet_entities import spacy_lemmatizer
+        from metrics.protocols.anet_entities_metric import ANetEntitiesMetric
 
         teacher_forced = bool(getattr(pl_module, "hparams", {}).get("teacher_forced", False))
         return ANetEntitiesMetric(mode="GT" if teacher_forced else "gen",

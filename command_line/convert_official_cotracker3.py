@@ -18,8 +18,6 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from models.cotracker3.convert_official import check_cotracker3, load_cotracker3
-
     parser = CommandParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", role="input", type=existing_file,
                         help="the released scaled_offline.pth (or a CoTracker3 offline state dict)")
@@ -27,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="check keys and shapes only")
     mode.add_argument("--out", role="output", help="write the weights in the project's layout as .safetensors")
     args = parser.parse_args(argv)
+    from models.cotracker3.convert_official import check_cotracker3, load_cotracker3
+
     try:
         report, cfg = check_cotracker3(args.checkpoint)
         print(report.table())

@@ -28,9 +28,6 @@ from core.weights import WeightFileError
 import sys
 from pathlib import Path
 
-from models.grove.convert_official import check_official, convert_official_file, hub_layer
-from models.grove.hub_config import HubConfigMismatch
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(description=__doc__.split("\n\n")[0])
@@ -46,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="a hub folder: the config wins over the folder's config.json for these keys "
                              "(every key when none is named), with a warning")
     args = parser.parse_args(argv)
+    from models.grove.convert_official import check_official, convert_official_file
+    from models.grove.hub_config import HubConfigMismatch
+
     override = False if args.override_hub_config is None else (args.override_hub_config or True)
     try:
         if args.check:
@@ -73,6 +73,7 @@ def convert_and_export(checkpoint: str, configs: list[str], folder: str, overrid
     import yaml
 
     from command_line.model_export import export
+    from models.grove.convert_official import convert_official_file, hub_layer
 
     Path(folder).parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=Path(folder).parent) as tmp:

@@ -21,8 +21,6 @@ import core  # noqa: F401
 from core.cli_args import byte_size, json_file
 from core.command_parser import CommandParser
 
-from command_line.model_export import export
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = CommandParser(description=__doc__.split("\n\n")[0])
@@ -41,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     args, overrides = parser.parse_known_args(argv)
     from core.folder_lock import FolderInUseError
     from core.output_folder import OutputFolderError
+
+    from command_line.model_export import export
 
     try:
         out = export(args.config, args.ckpt_path, args.out, overrides, args.metrics,

@@ -18,8 +18,6 @@ import argparse
 import json
 from pathlib import Path
 
-from command_line.model_export import build_module
-
 
 def parser() -> argparse.ArgumentParser:
     p = CommandParser(prog="grove ground", description=__doc__.split("\n\n")[1],
@@ -62,6 +60,8 @@ def main(argv: list[str] | None = None) -> Path:
         parser().error("--clip-seconds grounds the whole video: leave out --start-frame and --end-frame")
     for query in args.query:  # malformed queries are refused before the model is built
         parse_query(query)
+    from command_line.model_export import build_module
+
     module, datamodule = build_module(args.config, args.ckpt_path, overrides)
     model = module.model
     parse_queries(model, args.query)  # refuse a bad query before the video is read

@@ -4,11 +4,11 @@
 Each verb runs a command's own ``main`` (its options are that command's: ``grove VERB --help``)
 inside :func:`core.user_errors.run_command`, so bad input ends in one ``error:`` line.
 ``python cli.py fit|validate|test|predict`` runs the same function as the training verbs.
+
+``grove`` and ``grove --help`` import nothing but this file (no torch: the list of verbs is plain
+text); a verb imports :mod:`core` and then its own module only.
 """
 from __future__ import annotations
-
-import core  # noqa: F401  (torchvision compatibility before anything imports torchvision)
-from core.user_errors import run_command
 
 import importlib
 import sys
@@ -67,6 +67,8 @@ def usage() -> str:
 
 def command(verb: str) -> Callable[[list[str]], Any]:
     """The function ``grove VERB`` runs, taking the arguments after the verb."""
+    import core  # noqa: F401  (torchvision compatibility before the verb's module imports torchvision)
+
     module, name, _ = VERBS[verb]
     function = getattr(importlib.import_module(module), name)
     if verb in TRAINING_VERBS:
@@ -85,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     if verb not in VERBS:
         print(f"{usage()}\ngrove: error: unknown verb {verb!r} (choose from {', '.join(VERBS)})", file=sys.stderr)
         raise SystemExit(2)
+    from core.user_errors import run_command
+
     result = run_command(command(verb), rest)
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
 

@@ -10,7 +10,6 @@ from core.config_loader import ConfigLoader
 
 from lightning.pytorch.utilities import rank_zero_warn
 
-from callbacks.annotated_video_writer import AnnotatedVideoWriter
 from command_line.run_folder_config import RunFolderConfig, claim_run_folder
 
 
@@ -43,6 +42,8 @@ class GroveCLI(ConfigLoader):
         if self.trainer.global_rank == 0 and self.trainer.logger is not None:
             claim_run_folder(self.trainer.log_dir, "predict", ("config.yaml", "predictions_predict.json"))
         if not self.config.predict.get("video", True):  # --video=false: predictions only
+            from callbacks.annotated_video_writer import AnnotatedVideoWriter  # the callbacks: not on --help
+
             for callback in self.trainer.callbacks:
                 if isinstance(callback, AnnotatedVideoWriter):
                     callback.enabled = False

@@ -26,12 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from glamm.check import check_glamm
-from glamm.model import GLAMM_CONFIG
-from models.grove.convert_official import check_grove_from_glamm, init_table
+# The model code (torch, transformers, open_clip) is imported by each command when it runs, so that
+# `grove glamm --help` starts at once.
 
 
 def _check(args) -> int:
+    from glamm.check import check_glamm
+    from glamm.model import GLAMM_CONFIG
+
     report, notes = check_glamm(args.folder, args.config or [GLAMM_CONFIG])
     for note in notes:
         print(f"note: {note}")
@@ -41,6 +43,7 @@ def _check(args) -> int:
 
 def _grove_init(args) -> int:
     from models.grove.configuration import model_configs_from_yaml
+    from models.grove.convert_official import check_grove_from_glamm, init_table
 
     report, notes = check_grove_from_glamm(args.folder, args.config)
     for note in notes:
@@ -79,7 +82,7 @@ def _caption(args) -> int:
 
     from PIL import Image
 
-    from glamm.model import GLaMM
+    from glamm.model import GLAMM_CONFIG, GLaMM
 
     out = Path(args.out)
     for item in args.inputs:  # an image inside --out would be overwritten by its own drawing
@@ -114,7 +117,7 @@ def _baseline(args) -> int:
 
     from formats.records import read_records
     from glamm.baseline import predict_records
-    from glamm.model import GLaMM
+    from glamm.model import GLAMM_CONFIG, GLaMM
 
     device, dtype = _device_and_dtype(args.device)
     model = GLaMM.from_folder(args.folder, clip_dir=args.clip, tokenizer_dir=args.tokenizer,

@@ -17,7 +17,6 @@ Nothing is downloaded: every path must exist locally. Checkpoints load with ``we
 """
 from __future__ import annotations
 
-from core.config_loader import ConfigLoader
 from core.json_file import read_json
 from core.weights import read_checkpoint
 from core.weights.pretrained_folder import is_pretrained_folder
@@ -29,7 +28,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from judge.model.pretrained import MODEL_TYPE
-from judge.model.vc_inspector import VCInspectorJudge
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -45,6 +43,8 @@ class LoadedJudge:
 
 
 def _judge_cli(configs: Sequence[str], overrides: Sequence[str], weights_follow: bool = False):
+    from core.config_loader import ConfigLoader  # Lightning: imported when a config is built, not on --help
+
     class ConfigOnlyCLI(ConfigLoader):  # model and data from the config; no trainer, no run
         def instantiate_trainer(self, **kwargs):
             return None
@@ -96,6 +96,7 @@ def load_judge_state(module: Any, checkpoint: dict[str, Any], path: str | Path) 
 def load_judge(spec: str | Sequence[str], ckpt_path: str | None = None, overrides: Sequence[str] = (),
                base_model: str | None = None, **judge_kwargs: Any) -> LoadedJudge:
     """A judge in eval mode (see the module docstring for what ``spec`` may be)."""
+    from judge.model.vc_inspector import VCInspectorJudge
     from judge.training.module import JudgeModule
 
     specs = [spec] if isinstance(spec, (str, Path)) else list(spec)

@@ -12,11 +12,12 @@ from core.output_files import write_text_atomic
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from judge.model.vc_inspector import VCInspectorJudge
+if TYPE_CHECKING:
+    from judge.model.vc_inspector import VCInspectorJudge
 
 REFINE_PROMPT = (
     "Previous Caption: {caption}\nEvaluation: {explanation}\n\n"
@@ -39,6 +40,8 @@ class VisionLanguageCaptioner:
         if model is None:
             if model_path is None:
                 raise ValueError("VisionLanguageCaptioner needs model_path (a local Qwen2.5-VL folder) or model")
+            from judge.model.vc_inspector import VCInspectorJudge
+
             model = VCInspectorJudge(model_path=model_path, lora=None, **model_kwargs)
         self.model = model.requires_grad_(False).eval()
         self.max_new_tokens = int(max_new_tokens)

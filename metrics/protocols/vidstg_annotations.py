@@ -12,12 +12,14 @@ from core.json_file import read_json
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from datamodules.vidstg import VidORTrajectories, read_vidstg
 from formats.records import RecordError
+
+if TYPE_CHECKING:
+    from datamodules.vidstg import VidORTrajectories
 
 
 @dataclass
@@ -83,6 +85,9 @@ def _vidstg_trajectories(entries: list, vidor: VidORTrajectories | None, path: P
 def read_vidstg_sentences(path: str | Path, vidor_annotations: str | Path | None = None) -> list[VidSTGSentence]:
     """One :class:`VidSTGSentence` per sentence: used segment, tube, and the target's box on every
     tube frame where the file has one."""
+    # the reader lives with the DataModule (Lightning): imported when a file is read, not on --help
+    from datamodules.vidstg import VidORTrajectories, read_vidstg
+
     path = Path(path)
     records = read_vidstg(path, vidor_annotations, segment="used")
     data: Any = read_json(path)

@@ -13,7 +13,6 @@ from datamodules.anet_entities import (
 )
 from metrics.commands.anet_entities import main
 from metrics.protocols.anet_entities import (
-    ANetEntitiesMetric,
     anet_overlap,
     evaluate_anet_entities,
     evaluate_gt_grounding,
@@ -23,6 +22,7 @@ from metrics.protocols.anet_entities import (
     submission_from_predictions,
     tagged_word_indices,
 )
+from metrics.protocols.anet_entities_metric import ANetEntitiesMetric
 from tests.fixtures.public_datasets import ANET_FPS, anet_segments, write_anet_public
 
 

@@ -9,13 +9,13 @@ from datamodules.vidstg import VidSTGDataModule, read_vidstg
 from formats.records import GroundedRecord, RecordError
 from metrics.commands.vidstg import main
 from metrics.protocols.vidstg import (
-    VidSTGMetric,
     evaluate_vidstg,
     evaluate_vidstg_sentences,
     sentence_vious,
     tubedetr_frame_grid,
 )
 from metrics.protocols.vidstg_annotations import VidSTGSentence
+from metrics.protocols.vidstg_metric import VidSTGMetric
 from tests.fixtures.public_datasets import VIDSTG_TUBE, _vidor_box, write_vidstg_public
 
 

@@ -73,7 +73,9 @@ def print_flops() -> None:
     print(f"released GROVE, forward FLOPs of predict on one 8-s clip ({clip.grid_frames} grid frames at 5 fps, "
           f"{clip.num_windows} interleaved windows; configs/official/grove.yaml, 5 phrases):")
     parts = {"caption: CLIP tower on 8 frames, LLaMA-7B 686-token prompt + 64 new": clip.caption,
-             f"{clip.num_windows} x CLIP ViT-L/14-336 + adapters + VL": clip.num_windows * window.global_tower,
+             f"{clip.num_windows - clip.reused_windows} x CLIP ViT-L/14-336 + adapters + VL (one window is the "
+             f"caption's)" if clip.reused_windows else f"{clip.num_windows} x CLIP ViT-L/14-336 + adapters + VL":
+                 (clip.num_windows - clip.reused_windows) * window.global_tower,
              f"{clip.num_windows} x SAM ViT-H at 512 + adapters": clip.num_windows * window.grounding_tower,
              f"{clip.num_windows} x LLaMA-7B pass, 750 positions": clip.num_windows * window.language_model,
              f"{clip.num_windows} x LQ + box decoder + heads": clip.num_windows * window.box_decoder}

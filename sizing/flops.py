@@ -167,16 +167,18 @@ class ClipPredictFlops:
 
     ``caption``: the global tower on the T caption frames, the prompt pass and greedy generation;
     ``windows``: per window the global tower, the LLM's one pass over prompt and caption (no logits),
-    the grounding tower and the box decoder, times ``num_windows``."""
+    the grounding tower and the box decoder, times ``num_windows``, less the global tower of the
+    ``reused_windows`` windows that show exactly the caption's frames (their video tokens are the caption's)."""
 
     grid_frames: int
     num_windows: int
     caption: int
     per_window: GroveFlops
+    reused_windows: int = 0
 
     @property
     def windows(self) -> int:
-        return self.num_windows * self.per_window.total
+        return self.num_windows * self.per_window.total - self.reused_windows * self.per_window.global_tower
 
     @property
     def total(self) -> int:
@@ -222,4 +224,20 @@ def grove_clip_flops(grid_frames: int = 40, frames: int = 8, prompt_text_tokens:
         language_model=llama_flops(prompt + new_tokens, 0, **grounding_pass),
         box_decoder=box_decoder_flops(frames=frames, phrases=phrases, **box),
     )
-    return ClipPredictFlops(grid_frames, predict_windows(grid_frames, frames, window_mode), caption, per_window)
+    return ClipPredictFlops(grid_frames, predict_windows(grid_frames, frames, window_mode), caption, per_window,
+                            caption_windows(grid_frames, frames, window_mode))
+
+
+def caption_windows(grid_frames: int, frames: int = 8, window_mode: str = "interleaved") -> int:
+    """How many of a clip's windows show exactly the frames its caption is generated from (0 or 1):
+    ``Grove.predict`` runs the global tower on those frames once. The official schedule captions from
+    one of its windows; the others caption from the segment centres (``centre_frames``), which are
+    one interleaved window when the grid divides evenly (the third of a 40-frame clip)."""
+    from models.grove.frame_sampling import centre_frames
+    from models.grove.windows import clip_windows
+
+    positions, keep, caption = clip_windows(grid_frames, frames, window_mode)
+    if caption is not None:
+        return 1
+    wanted = centre_frames(grid_frames, frames)
+    return int(any(list(map(int, row)) == list(map(int, wanted)) for row in positions.tolist()))

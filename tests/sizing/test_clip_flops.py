@@ -63,15 +63,21 @@ def test_every_window_is_counted():
     assert predict_windows(40) == 5 and predict_windows(16) == 2 and predict_windows(3) == 1
     assert predict_windows(40, window_mode="official") == 5 and predict_windows(43, window_mode="official") == 8
     whole, one = grove_clip_flops(), grove_clip_flops(grid_frames=8)
-    assert whole.num_windows == 5 and whole.total == whole.caption + 5 * whole.per_window.total
-    assert whole.total - one.total == 4 * one.per_window.total  # 4 more windows, one caption either way
+    # the third of the 5 interleaved windows shows the caption's frames: its global tower runs once
+    assert whole.num_windows == 5 and whole.reused_windows == 1
+    assert whole.total == whole.caption + 5 * whole.per_window.total - whole.per_window.global_tower
+    assert one.reused_windows == 1 and whole.total - one.total == 4 * one.per_window.total
+    contiguous = grove_clip_flops(window_mode="contiguous")  # no window is the segment centres
+    assert contiguous.reused_windows == 0 and contiguous.total == contiguous.caption + 5 * contiguous.per_window.total
+    assert grove_clip_flops(window_mode="official").reused_windows == 1  # it captions from one of its windows
 
 
 def test_the_tiny_predict_path_agrees_with_the_counter(clip):
     model, batch = clip
     grid = int(batch["frame_mask"].sum())
     video_tokens = 16  # the tiny global tower pools to 4 x 2 x 2
-    # the windows: teacher-forced predict_clips grounds the caption on all 16 grid frames (2 windows)
+    # the windows: teacher-forced predict_clips grounds the caption on all 16 grid frames (2 windows),
+    # each with its own global tower (no caption was generated whose video tokens a window could reuse)
     counted_windows = _counted(lambda: predict_clips(model, batch, 0.0, teacher_forced=True))
     ground_ids = model.prompter.encode_training([TAGGED])["input_ids"].shape[1]
     prompt_ids = model.prompter.encode_prompts(1)["input_ids"].shape[1]
@@ -90,11 +96,12 @@ def test_the_tiny_predict_path_agrees_with_the_counter(clip):
                                new_tokens=ground_ids - prompt_ids, phrases=2, sizes=sizes)
     captioning = grove_clip_flops(grid, prompt_text_tokens=prompt_ids - video_tokens, video_tokens=video_tokens,
                                   new_tokens=new_tokens, sizes=sizes)
-    assert windows.num_windows == 2
-    assert abs(windows.windows - counted_windows) <= TOLERANCE * counted_windows, (windows.windows, counted_windows)
+    assert windows.num_windows == 2 and windows.reused_windows == 1
+    every_tower = windows.windows + windows.reused_windows * windows.per_window.global_tower
+    assert abs(every_tower - counted_windows) <= TOLERANCE * counted_windows, (every_tower, counted_windows)
     assert abs(captioning.caption - counted_caption) <= TOLERANCE * counted_caption, (captioning.caption,
                                                                                      counted_caption)
     # the whole path is 2 windows and a caption: more than twice what one 8-frame window costs
     total = counted_windows + counted_caption
-    assert abs(windows.windows + captioning.caption - total) <= TOLERANCE * total
+    assert abs(every_tower + captioning.caption - total) <= TOLERANCE * total
     assert total > 2.05 * windows.per_window.total

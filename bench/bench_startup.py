@@ -49,7 +49,7 @@ for name in sys.argv[1:]:
     before = os.times()
     importlib.import_module(name)
     after = os.times()
-    out.append([name, after.user + after.system - before.user - before.system])
+    out.append([name, max(0.0, after.user + after.system - before.user - before.system)])
 print(json.dumps(out))
 """
 

@@ -129,7 +129,8 @@ def run_folder(module, hp, video: Path, batch_size: int, out: Path, timer: Timer
 
 def run_long(module, hp, video: Path, batch_size: int, out: Path, timer: Timer) -> int:
     """Long-video mode: one streaming pass over the grid frames; the MP4 decodes the video again."""
-    from longvideo.datamodule import LongVideoClips, clip_record
+    from longvideo.datamodule import LongVideoClips
+    from longvideo.segments import clip_record
 
     clips = LongVideoClips(video, clip_seconds=8.0, num_frames=hp["num_frames"],
                            global_image_size=hp["global_image_size"], global_resize=hp["global_resize"],

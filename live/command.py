@@ -24,7 +24,6 @@ from formats.live_source import LiveSource
 from live.scheduler import POLICIES
 from live.session import LiveSession
 from longvideo.timeline import timeline_document
-from longvideo.timeline_writer import LongVideoTimeline
 
 
 def load_model(configs: list[str], ckpt_path: str | None, overrides: list[str]):
@@ -47,6 +46,7 @@ def session_for(module, datamodule, source: LiveSource, clip_seconds: float, str
                 policy: str, text_encoder: str | None, appearance: bool, video_id: str = "live") -> LiveSession:
     """A :class:`LiveSession` running ``module`` with the datamodule's clip preprocessing and the
     long-video mode's linking settings (:class:`longvideo.timeline_writer.LongVideoTimeline`)."""
+    from longvideo.timeline_writer import LongVideoTimeline  # a Lightning callback: imported when a run starts
     from models.grove.clip_processing import GroundedCollate
     from models.grove.processing import GroveProcessor
 

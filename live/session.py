@@ -25,9 +25,8 @@ from formats.live_source import LiveFrame, LiveGap, LiveSource
 from formats.video_files import VideoInfo
 from live.pushed_frames import PushedFrameSource
 from live.scheduler import ClipQueue
-from longvideo.datamodule import clip_record
 from longvideo.linking import LinkingWeights, OnlineLinker
-from longvideo.segments import ClipPlanner, PlannedClip
+from longvideo.segments import ClipPlanner, PlannedClip, clip_record
 from longvideo.timeline import build_timeline, clip_tubes
 
 # predict(batch) -> {clip key: prediction-format dict}; appearance(batch, predictions) -> {key: (P, D)}

@@ -24,20 +24,12 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 from datamodules.grounded_datamodule import GroundedVideoDataModule
 from datamodules.video_folder import probe_videos, seconds_to_grid_frames
 from formats.frame_grids import annotation_grid, annotation_step
-from formats.records import GroundedRecord
-from formats.unannotated_records import unannotated_record
 from formats.video_files import VideoInfo
 from formats.video_reader import DecodeGap, VideoDecodeError, stream_frames
 from longvideo.prefetch import BackgroundIterable
-from longvideo.segments import SEGMENTERS, ClipPlanner, PlannedClip, ShotCutDetector
+from longvideo.segments import SEGMENTERS, ClipPlanner, PlannedClip, ShotCutDetector, clip_record
 from models.grove.clip_processing import GroundedCollate
 from models.grove.processing import GroveProcessor
-
-
-def clip_record(info: VideoInfo, clip: PlannedClip) -> GroundedRecord:
-    """The unannotated record of a planned clip: its grid frames, up to just before the next grid frame."""
-    return unannotated_record(info, int(clip.frames[0]), int(clip.frames[-1]) + annotation_step(info.fps) - 1,
-                              str(clip.index))
 
 
 def video_meta(info: VideoInfo) -> dict[str, Any]:
@@ -190,4 +182,4 @@ class LongVideoDataModule(GroundedVideoDataModule):
                           collate_fn=LongVideoCollate(self.prompter), persistent_workers=False)
 
 
-__all__ = ["LongVideoDataModule", "LongVideoClips", "LongVideoCollate", "clip_record"]
+__all__ = ["LongVideoDataModule", "LongVideoClips", "LongVideoCollate"]

@@ -14,9 +14,16 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
+
+from formats.frame_grids import annotation_step
+from formats.unannotated_records import unannotated_record
+
+if TYPE_CHECKING:
+    from formats.records import GroundedRecord
+    from formats.video_files import VideoInfo
 
 SEGMENTERS = ("grid", "shots")
 
@@ -29,6 +36,12 @@ class PlannedClip:
     frames: np.ndarray
     pixels: list[np.ndarray]
     shot: int
+
+
+def clip_record(info: VideoInfo, clip: PlannedClip) -> GroundedRecord:
+    """The unannotated record of a planned clip: its grid frames, up to just before the next grid frame."""
+    return unannotated_record(info, int(clip.frames[0]), int(clip.frames[-1]) + annotation_step(info.fps) - 1,
+                              str(clip.index))
 
 
 class ShotCutDetector:

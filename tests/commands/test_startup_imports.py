@@ -18,7 +18,6 @@ HEAVY = ("lightning", "torchmetrics", "torchvision", "transformers", "open_clip"
 HEAVY_HELP = {
     **{verb: "LightningCLI's help (python cli.py)" for verb in TRAINING_VERBS},
     "demo": "passes its arguments to cli.py fit, whose help is LightningCLI's",
-    "live": "live.session imports longvideo.datamodule, a LightningDataModule, at module level",
 }
 
 

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import core  # noqa: F401
 
-from dataclasses import replace
-
 import pytest
 import torch
 
 from models.grove import Grove
-from models.grove.configuration import tiny_configs
 from models.grove.frame_sampling import centre_frames
 from models.grove.prompting import format_target
 from models.grove.windows import clip_windows
+from tests.fixtures.tiny_grove import tiny_grove
 
 T = 8
 TOL = 1e-5
@@ -33,13 +31,7 @@ CAPTIONS = ("a <p> red shape </p> [DET] near <p> a blue circle </p> [DET] and <p
 
 @pytest.fixture(scope="module")
 def model() -> Grove:
-    torch.manual_seed(0)
-    configs = tiny_configs()
-    lm = configs["language_model"]
-    configs["language_model"] = replace(lm, llama_config={**lm.llama_config, "initializer_range": 0.1})
-    grove = Grove(**configs).eval()
-    grove.prompter = grove.make_prompter(sample_question=False, template="plain")
-    return grove
+    return tiny_grove(0)
 
 
 def _clips(lengths=LENGTHS, seed: int = 0):

@@ -8,14 +8,11 @@ from __future__ import annotations
 import core  # noqa: F401
 
 import copy
-from dataclasses import replace
 
 import pytest
 import torch
 from torch import nn
 
-from models.grove import Grove
-from models.grove.configuration import tiny_configs
 from models.grove.quantization import (
     SCHEMES,
     check_scheme,
@@ -25,22 +22,12 @@ from models.grove.quantization import (
     quantized_weight_bytes,
     weight_bytes,
 )
+from tests.fixtures.tiny_grove import tiny_grove
 
 SEEDS = range(5)
 BOX_TOL = 5e-3
 OBJECTNESS_TOL = 5e-3
 CAPTION = ["a <p> red shape </p> [DET] near <p> a blue circle </p> [DET] and <p> a wall </p> [DET]"]
-
-
-def _tiny(seed: int) -> Grove:
-    torch.manual_seed(seed)
-    configs = tiny_configs()
-    lm = configs["language_model"]
-    # std-0.1 LLaMA weights as configs/demo.yaml trains them: logits with margins, as a trained model has
-    configs["language_model"] = replace(lm, llama_config={**lm.llama_config, "initializer_range": 0.1})
-    model = Grove(**configs).eval()
-    model.prompter = model.make_prompter(sample_question=False, template="plain")
-    return model
 
 
 def _inputs(seed: int):
@@ -53,7 +40,7 @@ def _inputs(seed: int):
 def pairs():
     out = []
     for seed in SEEDS:
-        fp32 = _tiny(seed)
+        fp32 = tiny_grove(seed)
         int8 = copy.deepcopy(fp32)
         report = quantize_weights(int8, "int8")
         out.append((seed, fp32, int8, report))

@@ -7,12 +7,15 @@ a source frame shows the boxes of the latest grid frame at or before it (they ho
 Where clips overlap, a grid frame takes the clip whose centre is nearest. Each grid frame's boxes
 are drawn with PIL into an RGBA overlay over its clip's caption band (laid out once per caption),
 which is alpha-blended onto all the source frames it covers at once, only where it is not
-transparent. The drawing itself lives in :mod:`core.drawing`, shared with the TensorBoard clips and
-the web demo; the encoding is :class:`formats.video_writer.VideoWriter`.
+transparent, in the video's own YUV planes (:mod:`core.yuv_compositing`: no colour conversion of
+the frames, and the pixels the overlay leaves transparent keep the decoder's values). The drawing
+itself lives in :mod:`core.drawing`, shared with the TensorBoard clips and the web demo; the
+encoding is :class:`formats.video_writer.VideoWriter`, of the planes as they are.
 """
 from __future__ import annotations
 
-from core.drawing import composite, phrase_colours, render_overlay
+from core.drawing import phrase_colours, render_overlay
+from core.yuv_compositing import YuvFrame, blend_yuv, prepare_overlay
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ import numpy as np
 from formats.mask_rle import decode_masks
 from formats.video_reader import DecodeGap, PyAVVideoSource, VideoDecodeError, stream_frames
 from formats.video_writer import VideoWriter
+from formats.yuv_frames import RgbToYuv
 
 # libx264's preset: per 8-s 455x256 clip, ultrafast took half the CPU of veryfast for 3x the file size
 # (docs/input_pipeline.md, "The annotated MP4")
@@ -58,8 +62,9 @@ def _frame_boxes(prediction: Mapping[str, Any] | None) -> dict[int, tuple[np.nda
                               list(f.get("labels", [])), f.get("masks")) for f in prediction.get("frames", [])}
 
 
-def frame_chunks(source, first: int, last: int, chunk_frames: int) -> Iterator[tuple[int, np.ndarray]]:
-    """``(first index, frames)`` of frames ``first..last`` in chunks of ``chunk_frames``.
+def frame_chunks(source, first: int, last: int, chunk_frames: int) -> Iterator[tuple[int, Sequence]]:
+    """``(first index, frames)`` of frames ``first..last`` in chunks of ``chunk_frames``: a list of YUV
+    frames (:class:`core.yuv_compositing.YuvFrame`) from a video file, an RGB array from a frame folder.
 
     A video file is decoded in one forward pass with FFmpeg's frame threading
     (:func:`formats.video_reader.stream_frames`), the same frames :meth:`read_frames` gives; a frame
@@ -69,17 +74,17 @@ def frame_chunks(source, first: int, last: int, chunk_frames: int) -> Iterator[t
         for start in range(first, last + 1, chunk_frames):
             yield start, source.read_frames(range(start, min(start + chunk_frames, last + 1)))
         return
-    chunk: list[np.ndarray] = []
+    chunk: list[YuvFrame] = []
     start = first
-    for item in stream_frames(source.path, range(first, last + 1)):
+    for item in stream_frames(source.path, range(first, last + 1), colour="yuv"):
         if isinstance(item, DecodeGap):
             raise VideoDecodeError(item.describe(source.path))
         chunk.append(item[1])
         if len(chunk) == chunk_frames:
-            yield start, np.stack(chunk)
+            yield start, chunk
             start, chunk = start + len(chunk), []
     if chunk:
-        yield start, np.stack(chunk)
+        yield start, chunk
 
 
 class AnnotatedVideoEncoder:
@@ -99,6 +104,8 @@ class AnnotatedVideoEncoder:
         self.line_width, self.font_size = line_width, font_size
         self.next_frame = first
         self._boxes: dict[int, dict] = {}
+        self._frames: tuple | None = None  # the planes being drawn, reused run after run
+        self._to_yuv: RgbToYuv | None = None
         self.encoder = VideoWriter(out_path, fps, width, height, crf=crf, preset=preset)
 
     def set_prediction(self, clip: int, prediction: Mapping[str, Any] | None) -> None:
@@ -113,18 +120,40 @@ class AnnotatedVideoEncoder:
         # the latest grid frame at or before each source frame (frames before the grid: the first)
         return np.maximum(np.searchsorted(self.grid, np.arange(start, stop), side="right") - 1, 0)
 
-    def draw(self, start: int, frames: np.ndarray) -> None:
-        """Draw and encode ``frames``, the source frames from ``start`` on (the next ones expected)."""
+    def draw(self, start: int, frames: Sequence[YuvFrame] | Sequence[np.ndarray] | np.ndarray) -> None:
+        """Draw and encode ``frames``, the source frames from ``start`` on (the next ones expected): YUV
+        planes (:class:`core.yuv_compositing.YuvFrame`, as the readers give them with ``colour="yuv"``),
+        or ``(H, W, 3)`` RGB frames, converted as the H.264 writer converts RGB. The frames are not changed."""
         if start != self.next_frame:
             raise ValueError(f"annotated video: frames from {start} given, frame {self.next_frame} expected next")
+        if len(frames) and isinstance(frames[0], np.ndarray):
+            if self._to_yuv is None:
+                self._to_yuv = RgbToYuv(self.width, self.height)
+            frames = [self._to_yuv(f) for f in frames]
         stop = start + len(frames)
         slot = self._slots(start, stop)
-        # slots are non-decreasing over consecutive frames: each is one run of frames
+        # slots are non-decreasing over consecutive frames: each is one run of frames, copied into
+        # this encoder's own planes and blended there (no fresh memory per run)
         bounds = np.flatnonzero(np.diff(slot)) + 1
         for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(slot)]])):
             s = int(slot[lo])
-            self.encoder.write(composite(frames[lo:hi], self._overlay(int(self.owner[s]), int(self.grid[s]))))
+            run = frames[lo:hi]
+            y, u, v = self._planes(run[0], len(run))
+            np.stack([f.y for f in run], out=y)
+            np.stack([f.u for f in run], out=u)
+            np.stack([f.v for f in run], out=v)
+            overlay = self._overlay(int(self.owner[s]), int(self.grid[s]))
+            blend_yuv(y, u, v, prepare_overlay(overlay, run[0].subsampled, run[0].colorspace, run[0].color_range))
+            self.encoder.write_yuv(y, u, v, run[0].tags)
         self.next_frame = stop
+
+    def _planes(self, like: YuvFrame, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if like.y.shape != (self.height, self.width):
+            raise ValueError(f"annotated video: a {like.y.shape[1]}x{like.y.shape[0]} frame given for a "
+                             f"{self.width}x{self.height} video")
+        if self._frames is None or len(self._frames[0]) < count or self._frames[1].shape[1:] != like.u.shape:
+            self._frames = tuple(np.empty((count, *p.shape), dtype=np.uint8) for p in (like.y, like.u, like.v))
+        return tuple(p[:count] for p in self._frames)
 
     def _overlay(self, clip: int, grid_frame: int) -> np.ndarray:
         if clip not in self._boxes:

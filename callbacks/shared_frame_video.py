@@ -39,7 +39,7 @@ class SharedFrameVideo:
         self.last = last
         self.encoder = AnnotatedVideoEncoder(out_path, [ClipPrediction(r, None) for r in records], first, width,
                                              height, fps, **encoder_kwargs)
-        self._buffer: list[np.ndarray] = []  # decoded frames from encoder.next_frame on, not drawn yet
+        self._buffer: list[np.ndarray] = []  # decoded frames from encoder.next_frame on, not drawn yet (H, W, 3)
         self._buffered = 0
         self.finished = False
 
@@ -56,10 +56,9 @@ class SharedFrameVideo:
         have = self.encoder.next_frame + self._buffered  # frames before this are drawn or waiting
         if first_frame > have:
             raise SharedFramesError(f"clip {key} starts at frame {first_frame}, frames {have}.. were never decoded")
-        new = np.asarray(frames)[have - first_frame:self.last + 1 - first_frame]
-        if len(new):
-            self._buffer.append(new)
-            self._buffered += len(new)
+        new = frames[have - first_frame:self.last + 1 - first_frame]  # a list or an array: never copied
+        self._buffer.extend(new)
+        self._buffered = len(self._buffer)
         self._drain()
 
     def _drain(self) -> None:
@@ -70,10 +69,9 @@ class SharedFrameVideo:
         count = self._buffered if ready.all() else int(np.argmin(ready))
         if count == 0:
             return
-        frames = np.concatenate(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
-        self.encoder.draw(start, frames[:count])
-        rest = frames[count:]
-        self._buffer, self._buffered = ([rest] if len(rest) else []), len(rest)
+        self.encoder.draw(start, self._buffer[:count])
+        del self._buffer[:count]
+        self._buffered = len(self._buffer)
 
     def close(self) -> Path:
         """The finished MP4; every clip must have come and every frame up to ``last`` been drawn."""

@@ -14,6 +14,8 @@ by the next clip, in evaluation it is dropped, and either way the batch carries 
 """
 from __future__ import annotations
 
+from core.yuv_compositing import YuvFrame
+
 import logging
 import os
 from collections import OrderedDict
@@ -26,7 +28,8 @@ from torch.utils.data import Dataset
 
 from formats.records import GroundedRecord, RecordError
 from formats.video_files import find_video, open_video
-from formats.video_reader import VideoDecodeError
+from formats.video_reader import PyAVVideoSource, VideoDecodeError
+from formats.yuv_frames import RgbToYuv
 from models.grove.clip_processing import clip_sample, evaluation_positions
 from models.grove.frame_sampling import sample_rng, sample_segment_frames
 
@@ -131,10 +134,34 @@ class GroundedClipDataset(Dataset):
         frames differently (ActivityNet-Entities' 10 sampled frames) override this mapping.
         Every read seeks afresh, so a reused reader gives the frames a new one would.
         """
+        return self._with_reader(record, lambda video: video.read_frames(np.asarray(frame_indices).tolist()))
+
+    def decode_span(self, record: GroundedRecord, frame_indices: np.ndarray, rgb_positions: np.ndarray
+                    ) -> tuple[np.ndarray, list[YuvFrame]]:
+        """One decode of ``frame_indices``: the frames at ``rgb_positions`` (into ``frame_indices``) as
+        ``(n, H, W, 3)`` RGB, the frames :meth:`decode_frames` gives, and every frame as YUV planes
+        (:class:`core.yuv_compositing.YuvFrame`, for the annotated MP4), never stacked into one array: a
+        clip's whole span is hundreds of MB at 720p."""
+        indices = np.asarray(frame_indices).tolist()
+        positions = np.asarray(rgb_positions, dtype=np.int64).tolist()
+
+        def read(video):
+            if isinstance(video, PyAVVideoSource):
+                frames = video.read_frame_list(indices, colour="frame")
+                return (np.stack([video.upright_rgb(frames[p]) for p in positions]),
+                        [video.upright_yuv(f) for f in frames])
+            rgb = video.read_frames(indices)
+            to_yuv = RgbToYuv(rgb.shape[2], rgb.shape[1])
+            return rgb[positions], [to_yuv(f) for f in rgb]
+
+        return self._with_reader(record, read)
+
+    def _with_reader(self, record: GroundedRecord, read):
+        """``read(reader)`` on the reader of ``record``'s video (kept open for the next clip, or closed)."""
         key = record.video_fname
         video, kept = self._open_reader(key)
         try:
-            frames = video.read_frames(frame_indices.tolist())
+            return read(video)
         except BaseException:
             kept = False
             self._readers.pop(key, None)
@@ -142,7 +169,6 @@ class GroundedClipDataset(Dataset):
         finally:
             if not kept:
                 video.close()
-        return frames
 
     def _open_reader(self, video_fname: str):
         """``(reader, kept)``: the reader of ``video_fname`` from this process's :data:`OPEN_VIDEOS`

@@ -146,10 +146,10 @@ class VideoFolderDataset(GroundedClipDataset):
 
     With ``video_frames`` (set by :class:`callbacks.annotated_video_writer.AnnotatedVideoWriter`
     before prediction starts), a clip's whole span of source frames is decoded, in one forward
-    pass, and the sample carries it (``video_frames``, from ``video_first``) beside the grid frames
-    taken from it, also at the video's size (``source_frames``, for a masker): the one decode of a
-    clip serves the model, the masker and the annotated MP4. The grid frames are the ones a read of
-    the grid alone gives.
+    pass, and the sample carries it (``video_frames``: the YUV planes of the frames from ``video_first``
+    on, :meth:`decode_span`) beside the grid frames taken from it, also at the video's size
+    (``source_frames``, for a masker): the one decode of a clip serves the model, the masker and the
+    annotated MP4. The grid frames are the ones a read of the grid alone gives.
 
     Attributes:
         videos: the readable videos, in order.
@@ -181,9 +181,8 @@ class VideoFolderDataset(GroundedClipDataset):
         if not self.video_frames:
             return super().load(record, rng)
         first, last = int(record.clip_start_frame), int(record.clip_end_frame)
-        span = self.decode_frames(record, np.arange(first, last + 1))
         positions, caption_positions = evaluation_positions(len(record.frame_indices), self.num_frames)
-        grid = span[record.frame_indices[positions] - first]
+        grid, span = self.decode_span(record, np.arange(first, last + 1), record.frame_indices[positions] - first)
         sample = clip_sample(record, grid, positions, caption_positions, self.global_image_size, self.global_resize,
                              self.grounding_image_size, self.grounding_resize)
         return {**sample, "video_frames": span, "video_first": first, "source_frames": grid}

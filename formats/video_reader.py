@@ -18,6 +18,8 @@ whichever way it is read.
 """
 from __future__ import annotations
 
+from core.yuv_compositing import YuvFrame
+
 import logging
 from dataclasses import dataclass
 from fractions import Fraction
@@ -27,6 +29,8 @@ from typing import Iterator, Sequence
 import av
 import numpy as np
 
+from formats.yuv_frames import frame_yuv
+
 log = logging.getLogger(__name__)
 
 VIDEO_SUFFIXES = (".mp4", ".webm", ".mkv")
@@ -35,6 +39,8 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 # last frame: headers that overstate a video's length by a frame or two are common. A request
 # further out asks for frames that do not exist: an error for that clip, never made-up frames.
 END_TOLERANCE = 2
+# what a read gives per frame: RGB arrays, YUV planes (core.yuv_compositing.YuvFrame) or the decoded av.VideoFrame
+FRAME_COLOURS = ("rgb", "yuv", "frame")
 # Frame rates outside this range are taken as a broken header; the rate is then measured from the
 # first frames' timestamps, and a video whose timestamps agree with the header is refused.
 MIN_FPS, MAX_FPS = 1.0, 1000.0
@@ -220,6 +226,24 @@ class PyAVVideoSource:
             array = np.ascontiguousarray(np.rot90(array, self._quarter_turns))
         return array
 
+    def upright_rgb(self, frame: av.VideoFrame) -> np.ndarray:
+        """A frame this reader decoded (``colour="frame"``) as the ``(H, W, 3)`` RGB array the other reads give."""
+        return self._upright(frame)
+
+    def upright_yuv(self, frame: av.VideoFrame) -> YuvFrame:
+        """A frame this reader decoded as upright YUV planes (:func:`formats.yuv_frames.frame_yuv`)."""
+        self._note_rotation(frame)
+        return frame_yuv(frame, self._quarter_turns)
+
+    def _converter(self, colour: str):
+        if colour not in FRAME_COLOURS:
+            raise ValueError(f"colour must be one of {FRAME_COLOURS}, got {colour!r}")
+        if colour == "rgb":
+            return self._upright
+        if colour == "yuv":
+            return self.upright_yuv
+        return lambda frame: (self._note_rotation(frame), frame)[1]
+
     @property
     def num_frames(self) -> int:
         """Frame count from the container header, or by demuxing (no decoding) when it has none.
@@ -344,9 +368,21 @@ class PyAVVideoSource:
         and annotations sometimes overstate the length by a frame); further ones are an error.
         Only the GOPs holding wanted frames are decoded.
         """
+        frames = self.read_frame_list(indices)
+        if not frames:
+            return np.zeros((0, self.height, self.width, 3), dtype=np.uint8)
+        return np.stack(frames)
+
+    def read_frame_list(self, indices: Sequence[int], colour: str = "rgb") -> list:
+        """The frames of :meth:`read_frames`, not stacked (a repeated index repeats the same object): a
+        clip's whole span is hundreds of MB at 720p, and stacking it costs a copy into a fresh mapping
+        that every page of it faults in. ``colour``: ``rgb`` (``(H, W, 3)`` arrays), ``yuv``
+        (:meth:`upright_yuv`) or ``frame`` (the decoded ``av.VideoFrame``, for :meth:`upright_rgb` and
+        :meth:`upright_yuv` of the same decode)."""
+        convert = self._converter(colour)
         requested, wanted = clamp_wanted_frames(indices, self.num_frames, str(self.path))
         if wanted.size == 0:
-            return np.zeros((0, self.height, self.width, 3), dtype=np.uint8)
+            return []
         got: dict[int, np.ndarray] = {}
         frames_iter = None
         pos = last_key = None  # last decoded index and last keyframe index of the current run
@@ -383,7 +419,7 @@ class PyAVVideoSource:
                 pos = index
                 if index < target:
                     continue
-                last_frame, last_index = self._upright(frame), index
+                last_frame, last_index = convert(frame), index
                 while w < len(wanted) and wanted[w] <= index:
                     got[int(wanted[w])] = last_frame
                     w += 1
@@ -394,9 +430,9 @@ class PyAVVideoSource:
             if self._skipping:
                 self._stream.codec_context.skip_frame = "DEFAULT"
                 self._skipping = False
-        return np.stack([got[int(i)] for i in requested])
+        return [got[int(i)] for i in requested]
 
-    def stream(self, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray] | DecodeGap]:
+    def stream(self, wanted: Sequence[int], colour: str = "rgb") -> Iterator[tuple[int, np.ndarray] | DecodeGap]:
         """Yield ``(index, frame)`` for every index of ``wanted`` (sorted, unique), in order, and a
         :class:`DecodeGap` where wanted frames could not be decoded: one forward pass, no seek.
 
@@ -405,8 +441,10 @@ class PyAVVideoSource:
         pass: the frames it would have produced become a gap (its time and the decoder's message)
         and decoding resumes at the next packet that decodes. Frames are numbered as
         :meth:`read_frames` numbers them, so a variable-frame-rate video is read on its nominal
-        grid: a wanted index is served by the first frame presented at or after it.
+        grid: a wanted index is served by the first frame presented at or after it. ``colour``: as
+        :meth:`read_frame_list`'s.
         """
+        convert = self._converter(colour)
         wanted = np.asarray(wanted, dtype=np.int64).reshape(-1)
         if wanted.size == 0:
             return
@@ -454,7 +492,7 @@ class PyAVVideoSource:
                     last_index, last_frame = index, frame
                     if w >= len(wanted) or wanted[w] > index:
                         continue
-                    array = self._upright(frame)
+                    array = convert(frame)
                     while w < len(wanted) and wanted[w] <= index:
                         yield int(wanted[w]), array
                         w += 1
@@ -463,7 +501,7 @@ class PyAVVideoSource:
         # the end: frames wanted past the last decoded one (a header overstating the length by a frame or two)
         near_end = last_frame is not None and int(wanted[-1]) - last_index <= END_TOLERANCE
         if w < len(wanted) and error is None and near_end:
-            array = self._upright(last_frame)
+            array = convert(last_frame)
             while w < len(wanted):
                 yield int(wanted[w]), array
                 w += 1
@@ -499,7 +537,8 @@ class PyAVVideoSource:
         self.close()
 
 
-def stream_frames(path: str | Path, wanted: Sequence[int]) -> Iterator[tuple[int, np.ndarray] | DecodeGap]:
+def stream_frames(path: str | Path, wanted: Sequence[int], colour: str = "rgb"
+                  ) -> Iterator[tuple[int, np.ndarray] | DecodeGap]:
     """:meth:`PyAVVideoSource.stream` of the file at ``path``, with frame threading (one pass, no seek)."""
     with PyAVVideoSource(path, thread_type="AUTO") as video:
-        yield from video.stream(wanted)
+        yield from video.stream(wanted, colour)

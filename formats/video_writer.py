@@ -2,11 +2,15 @@
 (:class:`VideoWriter`), or from an array at once (:func:`write_video`)."""
 from __future__ import annotations
 
+from core.yuv_compositing import YuvFrame
+
 from fractions import Fraction
 from pathlib import Path
 
 import av
 import numpy as np
+
+from formats.yuv_frames import yuv_format
 
 
 class VideoWriter:
@@ -15,8 +19,9 @@ class VideoWriter:
     removes the partial file).
 
     yuv420p (what every player and decoder handles) needs even sizes; odd sizes are encoded
-    yuv444p instead so the frames keep their exact size. ``gop``: the keyframe interval in frames
-    (None: the encoder's default).
+    yuv444p instead so the frames keep their exact size (:func:`formats.yuv_frames.yuv_format`).
+    Frames come as RGB (:meth:`write`) or as planes in that format (:meth:`write_yuv`). ``gop``: the
+    keyframe interval in frames (None: the encoder's default).
     """
 
     def __init__(self, path: str | Path, fps: float, width: int, height: int, crf: int = 20,
@@ -28,7 +33,7 @@ class VideoWriter:
         try:
             self.stream = self.container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
             self.stream.width, self.stream.height = width, height
-            self.stream.pix_fmt = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
+            self.stream.pix_fmt = yuv_format(width, height)
             if gop is not None:
                 self.stream.codec_context.gop_size = gop
             options = {"crf": str(crf), "preset": preset}
@@ -53,6 +58,34 @@ class VideoWriter:
             frame.pts = self.count
             self.count += 1
             self.container.mux(self.stream.encode(frame))  # converted and copied before it returns
+
+    def write_yuv(self, y: np.ndarray, u: np.ndarray, v: np.ndarray, tags: tuple[int, int, int, int] | None = None
+                  ) -> None:
+        """Append frames given as planes in this writer's pixel format: ``(N, H, W)`` luma and ``(N, h, w)``
+        chroma (:func:`formats.yuv_frames.yuv_format`). ``tags``: the colour tags of the planes
+        (:attr:`core.yuv_compositing.YuvFrame.tags`), written into the file with the first frame.
+
+        The encoder takes the planes as they are: no colour conversion."""
+        if self.count == 0 and tags is not None:
+            context = self.stream.codec_context
+            context.colorspace, context.color_range, context.color_primaries, context.color_trc = (int(t) for t in tags)
+        for k in range(len(y)):
+            frame = av.VideoFrame(self.stream.width, self.stream.height, self.stream.pix_fmt)
+            for plane, source in zip(frame.planes, (y[k], u[k], v[k])):
+                if source.shape != (plane.height, plane.width):
+                    raise ValueError(f"{self.path}: a {self.stream.pix_fmt} plane of {plane.width}x{plane.height} "
+                                     f"was given as {source.shape[1]}x{source.shape[0]}")
+                np.frombuffer(plane, np.uint8).reshape(plane.height, plane.line_size)[:, :plane.width] = source
+            if tags is not None:
+                frame.colorspace, frame.color_range = int(tags[0]), int(tags[1])
+            frame.pts = self.count
+            self.count += 1
+            self.container.mux(self.stream.encode(frame))
+
+    def write_frames(self, frames: "list[YuvFrame]") -> None:
+        """Append :class:`core.yuv_compositing.YuvFrame` frames (:meth:`write_yuv`, one frame at a time)."""
+        for f in frames:
+            self.write_yuv(f.y[None], f.u[None], f.v[None], f.tags)
 
     def close(self) -> Path:
         """Flush the encoder and rename the finished file into place."""

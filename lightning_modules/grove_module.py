@@ -25,7 +25,7 @@ from models.masks.box_masker import BoxMasker
 # Evaluation settings: excluded from the saved hyper-parameters, so that with --ckpt_path the
 # command line decides them rather than the checkpoint.
 EVAL_SETTINGS = ("objectness_threshold", "objectness_strict", "max_new_tokens", "window_mode", "text_protocol",
-                 "weight_quantization")
+                 "weight_quantization", "windows_per_pass")
 # frozen_dtype: the 16-bit types the frozen weights can be held in (docs/precision.md)
 FROZEN_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -77,6 +77,10 @@ class GroveModule(L.LightningModule):
             training repository's inference scripts: the caption window grounded on the generated ids,
             the others on their slow-tokenizer decode re-tokenised; the released caption string is
             scored) or ``package`` (the same with the official inference package's fast-tokenizer decode).
+        windows_per_pass: how many (clip, window) pairs of a batch go through the model at once in
+            prediction and evaluation (:meth:`models.grove.modeling.Grove.predict`); ``null``: as many as
+            the batch has clips, so a batch needs the memory of one window per clip. The predictions
+            are the same whatever it is.
         target_text: ``as_is`` or ``official`` (targets lower-cased, surrounding quotes stripped,
             as the released datasets build them; :func:`models.grove.prompting.official_target_text`).
         train_rel_pos: also train the relative position tables of SAM's global-attention blocks
@@ -124,6 +128,7 @@ class GroveModule(L.LightningModule):
         max_new_tokens: int = 64,
         window_mode: str = "interleaved",
         text_protocol: str = "project",
+        windows_per_pass: int | None = None,
         target_text: str = "as_is",
         init_from_glamm: str | None = None,
         weight_quantization: str | None = None,
@@ -139,6 +144,9 @@ class GroveModule(L.LightningModule):
             raise ValueError(f"model.text_protocol must be one of {TEXT_PROTOCOLS}, got {text_protocol!r}")
         if frozen_dtype is not None and frozen_dtype not in FROZEN_DTYPES:
             raise ValueError(f"model.frozen_dtype must be one of {sorted(FROZEN_DTYPES)} or null, got {frozen_dtype!r}")
+        if windows_per_pass is not None and (not isinstance(windows_per_pass, int) or isinstance(windows_per_pass, bool)
+                                             or windows_per_pass < 1):
+            raise ValueError(f"model.windows_per_pass must be a whole number >= 1 or null, got {windows_per_pass!r}")
         self.save_hyperparameters(ignore=list(EVAL_SETTINGS) + ["masks"])
         self.masker = masks
         self.objectness_threshold = float(objectness_threshold)
@@ -146,6 +154,7 @@ class GroveModule(L.LightningModule):
         self.max_new_tokens = int(max_new_tokens)
         self.window_mode = window_mode
         self.text_protocol = text_protocol
+        self.windows_per_pass = None if windows_per_pass is None else int(windows_per_pass)
         self.weight_quantization = (None if weight_quantization is None
                                     else check_scheme(weight_quantization, "model.weight_quantization"))
         self.quantization_report = None
@@ -366,7 +375,8 @@ class GroveModule(L.LightningModule):
         """The keyword arguments of :func:`models.grove.processing.predict_clips` under this module's settings."""
         return {"objectness_threshold": self.objectness_threshold, "objectness_strict": self.objectness_strict,
                 "window_mode": self.window_mode, "text_protocol": self.text_protocol,
-                "max_new_tokens": self.max_new_tokens, "teacher_forced": bool(self.hparams.teacher_forced)}
+                "max_new_tokens": self.max_new_tokens, "teacher_forced": bool(self.hparams.teacher_forced),
+                "windows_per_pass": self.windows_per_pass}
 
     def predict_clips(self, batch: dict[str, Any], masks: bool = False) -> dict[str, dict]:
         """Prediction-format dicts for the clips of a batch: caption, phrases and boxes on every frame

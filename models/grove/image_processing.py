@@ -94,7 +94,7 @@ def preprocess_global(frames, image_size: int, mode: str = "squash") -> torch.Te
     if mode == "clip":
         h, w = np.shape(frames)[1:3]
         x = _pil_resize(frames, _clip_size(h, w, image_size), "bicubic")
-        return _clip_normalise(_centre_crop(x, image_size).contiguous().float())
+        return _clip_normalise(_centre_crop(x, image_size))
     return _clip_normalise(_float_chunks(frames, lambda x: _global_geometry(x, image_size, mode)))
 
 
@@ -125,10 +125,23 @@ def _centre_crop(x: torch.Tensor, image_size: int) -> torch.Tensor:
     return x[..., top:top + image_size, left:left + image_size]
 
 
+def _normalised(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor,
+                size: tuple[int, int] | None = None) -> torch.Tensor:
+    """``(x - mean) / std`` in float32 (8-bit or float ``x``), zero-padded bottom-right to ``size``:
+    written into one new tensor, in place, so a clip's frames are not copied three times over (the
+    values are those of the out-of-place expression, bit for bit)."""
+    n, c, h, w = x.shape
+    out_h, out_w = size or (h, w)
+    out = (torch.zeros if (out_h, out_w) != (h, w) else torch.empty)((n, c, out_h, out_w), dtype=torch.float32)
+    region = out[..., :h, :w]
+    region.copy_(x).sub_(mean).div_(std)
+    return out
+
+
 def _clip_normalise(x: torch.Tensor) -> torch.Tensor:
     mean = torch.tensor(CLIP_MEAN).view(1, 3, 1, 1) * 255.0
     std = torch.tensor(CLIP_STD).view(1, 3, 1, 1) * 255.0
-    return ((x - mean) / std).contiguous()
+    return _normalised(x, mean, std)
 
 
 def _longest_side_size(h: int, w: int, image_size: int) -> tuple[int, int]:
@@ -155,10 +168,10 @@ def preprocess_grounding(frames, image_size: int, mode: str = "float") -> torch.
     if mode not in GROUNDING_RESIZE_MODES:
         raise ValueError(f"grounding resize mode must be one of {GROUNDING_RESIZE_MODES}, got {mode!r}")
     if mode == "sam":
-        x = _pil_resize(frames, _longest_side_size(*np.shape(frames)[1:3], image_size), "bilinear").contiguous().float()
+        x = _pil_resize(frames, _longest_side_size(*np.shape(frames)[1:3], image_size), "bilinear")
     else:
         x = _float_chunks(frames, lambda t: _resize_longest(t, image_size))
     mean = torch.tensor(SAM_MEAN).view(1, 3, 1, 1)
     std = torch.tensor(SAM_STD).view(1, 3, 1, 1)
     # Pad after normalising, with zeros, exactly as SAM's preprocess does.
-    return _pad_square((x - mean) / std, image_size, value=0.0).contiguous()
+    return _normalised(x, mean, std, (image_size, image_size))

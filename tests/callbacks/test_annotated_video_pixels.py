@@ -1,10 +1,13 @@
 """The annotated MP4's frames are the straightforward drawing's: every source frame read by index,
-one overlay laid out from scratch per grid frame, blended over the whole frame, encoded alike."""
+one overlay laid out from scratch per grid frame, blended over the whole frame in its YUV planes,
+encoded alike."""
 from core.drawing import caption_band, composite, render_overlay
+from core.yuv_compositing import rgb_to_yuv
 
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from callbacks.annotated_video import DEFAULT_PRESET, ClipPrediction, grid_owners, render_annotated_video
 from formats.video_reader import PyAVVideoSource
@@ -32,32 +35,53 @@ def _blend_whole_frame(frames, overlay):
     return blended.astype(np.uint8)
 
 
-def _straightforward(source, clips, out):
+def _blend_whole_frame_yuv(frame, overlay):
+    """Every sample of every plane blended: luma and 4:4:4 chroma per pixel, 4:2:0 chroma with the
+    overlay's sums over each 2x2 block (reshaped, not gathered)."""
+    h, w = frame.y.shape
+    alpha = overlay[..., 3].astype(np.int64)
+    colour = np.rint(rgb_to_yuv(overlay[..., :3], frame.colorspace, frame.color_range))
+    colour = np.clip(colour, 0, 255).astype(np.int64)
+    planes = [(frame.y.astype(np.int64) * (255 - alpha) + colour[..., 0] * alpha + 127) // 255]
+    for c, plane in ((1, frame.u), (2, frame.v)):
+        if plane.shape == (h, w):
+            planes.append((plane.astype(np.int64) * (255 - alpha) + colour[..., c] * alpha + 127) // 255)
+        else:
+            total = alpha.reshape(h // 2, 2, w // 2, 2).sum(axis=(1, 3))
+            paint = (colour[..., c] * alpha).reshape(h // 2, 2, w // 2, 2).sum(axis=(1, 3))
+            planes.append((plane.astype(np.int64) * (1020 - total) + paint + 510) // 1020)
+    return [p.astype(np.uint8) for p in planes]
+
+
+def _straightforward(source, clips, out, width, height):
     """Each frame read by index, its overlay drawn with a fresh caption layout, blended everywhere."""
     from core.drawing import phrase_colours
 
     grid, owner = grid_owners(clips)
-    writer = VideoWriter(out, FPS, W, H, crf=20, preset=DEFAULT_PRESET)
+    writer = VideoWriter(out, FPS, width, height, crf=20, preset=DEFAULT_PRESET)
     for index in range(N):
-        frame = source.read_frames([index])
+        frame = source.read_frame_list([index], colour="yuv")[0]
         slot = max(int(np.searchsorted(grid, index, side="right")) - 1, 0)
         clip = clips[int(owner[slot])]
         entry = next(f for f in clip.prediction["frames"] if f["frame"] == int(grid[slot]))
         caption_band.cache_clear()
-        overlay = render_overlay(W, H, np.asarray(entry["boxes"], float), entry["labels"],
+        overlay = render_overlay(width, height, np.asarray(entry["boxes"], float), entry["labels"],
                                  phrase_colours(clip.prediction["phrases"]), clip.prediction["caption"])
-        writer.write(_blend_whole_frame(frame, overlay))
+        y, u, v = _blend_whole_frame_yuv(frame, overlay)
+        writer.write_yuv(y[None], u[None], v[None], frame.tags)
     return writer.close()
 
 
-def test_annotated_frames_equal_the_straightforward_drawing(tmp_path):
+@pytest.mark.parametrize("width,height", [(W, H), (W + 1, H - 1)])  # 4:2:0, and 4:4:4 at an odd size
+def test_annotated_frames_equal_the_straightforward_drawing(tmp_path, width, height):
     rng = np.random.default_rng(0)
-    video = write_video(tmp_path / "v.mp4", rng.integers(0, 256, (N, H, W, 3), dtype=np.uint8), fps=FPS)
+    video = write_video(tmp_path / "v.mp4", rng.integers(0, 256, (N, height, width, 3), dtype=np.uint8), fps=FPS)
     clips = _clips()
     with PyAVVideoSource(video) as source:
         ours = render_annotated_video(source, tmp_path / "ours.mp4", clips, 0, N - 1, FPS, chunk_frames=7)
-        reference = _straightforward(source, clips, tmp_path / "reference.mp4")
+        reference = _straightforward(source, clips, tmp_path / "reference.mp4", width, height)
     with PyAVVideoSource(ours) as a, PyAVVideoSource(reference) as b:
+        assert (a.width, a.height) == (width, height)
         assert np.array_equal(a.read_all(), b.read_all())
     assert ours.read_bytes() == reference.read_bytes()  # same encoder settings: the same file
 

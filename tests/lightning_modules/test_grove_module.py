@@ -126,3 +126,30 @@ def test_a_checkpoint_weight_of_another_kind_is_refused_naming_the_key(tmp_path)
                 "pytorch-lightning_version": "2.4.0", "epoch": 0, "global_step": 0}, path)
     with pytest.raises(WeightDtypeError, match=rf"checkpoint: 1 weight\(s\).*{key}: stored torch.int32"):
         GroveModule.load_from_checkpoint(path, weights_only=False)
+
+
+def test_windows_per_pass_is_an_evaluation_setting_passed_to_prediction(monkeypatch):
+    import lightning_modules.grove_module as grove_module
+    from models.grove import configuration
+
+    for bad in (0, -2, 2.5, True, "3"):
+        with pytest.raises(ValueError, match="model.windows_per_pass"):
+            grove_module.GroveModule(**configuration.tiny_configs(), windows_per_pass=bad)
+    module = grove_module.GroveModule(**configuration.tiny_configs(), windows_per_pass=3)
+    assert "windows_per_pass" not in module.hparams  # decided by the command line, not the checkpoint
+    seen = {}
+
+    def spy(model, batch, **kwargs):
+        seen.update(kwargs)
+        return {"predictions": {}}
+
+    monkeypatch.setattr(grove_module, "predict_clips", spy)
+    module.predict_clips({})
+    assert seen["windows_per_pass"] == 3
+    module.predict_step({"keys": ["a"], "skipped": []}, 0)
+    assert seen["windows_per_pass"] == 3
+    assert grove_module.GroveModule(**configuration.tiny_configs()).inference_settings()["windows_per_pass"] is None
+
+
+def test_windows_per_pass_from_the_command_line(tiny_synthetic_root, tmp_path):
+    assert _module(tiny_synthetic_root, tmp_path, "--model.init_args.windows_per_pass=2").model.windows_per_pass == 2

@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 import torch
+from lightning.pytorch.cli import LightningCLI
 
 from command_line.grove_cli import GroveCLI
 from tests.fixtures.paths import ROOT
@@ -81,3 +82,27 @@ def test_the_hyphenated_checkpoint_flag_is_lightnings(tmp_path):
     hyphen = _final_config("test", "--config", DEMO, f"--ckpt-path={ckpt}")
     lightning = _final_config("test", "--config", DEMO, "--ckpt_path", str(ckpt))
     assert hyphen.ckpt_path == lightning.ckpt_path == str(ckpt)
+
+
+class _DumpOnly(GroveCLI):
+    """Stops once the config is final, with the project's dump of it and LightningCLI's."""
+
+    def before_instantiate_classes(self) -> None:
+        self._dump_config()
+        ours = self.config_dump
+        del self.config_dump
+        LightningCLI._dump_config(self)
+        raise _Parsed((ours, self.config_dump))
+
+
+def test_the_model_hyper_parameters_dump_is_lightnings(tmp_path):
+    """The dump the model's hyper-parameters come from skips jsonargparse's second validation, and is
+    the dump LightningCLI makes, with a checkpoint's hyper-parameters merged in and without."""
+    ckpt = _checkpoint(tmp_path / "grove.ckpt", ce_weight=3.0)
+    for extra in ([], [f"--ckpt_path={ckpt}"]):
+        with pytest.raises(_Parsed) as parsed:
+            _DumpOnly(subclass_mode_model=True, subclass_mode_data=True, parser_kwargs={"parser_mode": "omegaconf"},
+                      args=["test", "--config", DEMO, *extra], run=True)
+        ours, lightnings = parsed.value.args[0]
+        assert ours == lightnings and ours["model"]["class_path"].endswith("GroveModule")
+    assert ours["model"]["init_args"]["ce_weight"] == 3.0

@@ -4,12 +4,15 @@ Boxes come from the timeline's entity tubes (grid frames), each with its mask (t
 entity's colour, under the box) where the tube point carries one; a source frame shows the boxes of the
 latest grid frame at or before it, and the caption of the segment it lies in ("(not decoded)" in
 a gap). The video is read in one streaming pass and written chunk by chunk, so memory does not
-grow with its length; the drawing is :mod:`core.drawing`'s.
+grow with its length; the overlays are :mod:`core.drawing`'s, blended in the video's own YUV planes
+(:mod:`core.yuv_compositing`), as the other annotated MP4s.
 """
 from __future__ import annotations
 
-from core.drawing import PALETTE, composite, render_overlay
+from core.drawing import PALETTE, render_overlay
+from core.yuv_compositing import FULL_RANGE, YuvFrame, blend_yuv, prepare_overlay
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -19,6 +22,7 @@ from formats.frame_grids import annotation_step
 from formats.mask_rle import decode_masks
 from formats.video_reader import DecodeGap, stream_frames
 from formats.video_writer import VideoWriter
+from formats.yuv_frames import yuv_format
 
 
 def entity_label(entity: Mapping[str, Any]) -> str:
@@ -51,6 +55,22 @@ def decoded_masks(rles: list[dict | None]) -> list[np.ndarray | None] | None:
     return [decode_masks([m])[0] if m else None for m in rles]
 
 
+def dimmed(frame: YuvFrame) -> YuvFrame:
+    """A frame at a third of its brightness and colour (a gap's stand-in for the frames not decoded)."""
+    black = 0 if frame.color_range == FULL_RANGE else 16
+    return replace(frame, y=((frame.y.astype(np.int16) - black) // 3 + black).astype(np.uint8),
+                   u=((frame.u.astype(np.int16) - 128) // 3 + 128).astype(np.uint8),
+                   v=((frame.v.astype(np.int16) - 128) // 3 + 128).astype(np.uint8))
+
+
+def blank_yuv(width: int, height: int) -> YuvFrame:
+    """A black frame (limited range) in the writer's planes for the size."""
+    subsampled = yuv_format(width, height) == "yuv420p"
+    chroma = (height // 2, width // 2) if subsampled else (height, width)
+    return YuvFrame(np.full((height, width), 16, np.uint8), np.full(chroma, 128, np.uint8),
+                    np.full(chroma, 128, np.uint8))
+
+
 def render_timeline_video(timeline: Mapping[str, Any], out_path: str | Path, chunk_frames: int = 64,
                           crf: int = 23) -> Path:
     """Write the whole video with its entities drawn, one colour per entity."""
@@ -78,40 +98,45 @@ def render_timeline_video(timeline: Mapping[str, Any], out_path: str | Path, chu
         g = int(grid[k]) if k >= 0 and frame - int(grid[k]) < step else -1
         return g, caption_at(frame)
 
-    chunk: list[np.ndarray] = []
+    chunk: list[YuvFrame] = []
     indices: list[int] = []
     last = None
 
     def flush() -> None:
         if not chunk:
             return
-        frames = np.stack(chunk)
         keys = [key_for(i) for i in indices]
         for key in dict.fromkeys(keys):
             if key not in overlays:
                 b, labels, rles = boxes_at.get(key[0], (np.zeros((0, 4)), [], []))
                 overlays[key] = render_overlay(width, height, b, labels, colours, key[1], masks=decoded_masks(rles))
-            mask = np.array([k == key for k in keys])
-            frames[mask] = composite(frames[mask], overlays[key])
+        # consecutive frames share a key: each run is blended in its own planes, in order
+        bounds = [0] + [k for k in range(1, len(keys)) if keys[k] != keys[k - 1]] + [len(keys)]
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            run = chunk[lo:hi]
+            y, u, v = (np.stack([getattr(f, p) for f in run]) for p in "yuv")
+            first = run[0]
+            blend_yuv(y, u, v, prepare_overlay(overlays[keys[lo]], first.subsampled, first.colorspace,
+                                               first.color_range))
+            encoder.write_yuv(y, u, v, first.tags)
         for key in [k for k in overlays if k != keys[-1]]:  # the next chunk starts with the last one
             del overlays[key]
-        encoder.write(frames)
         chunk.clear()
         indices.clear()
 
     try:
-        for item in stream_frames(timeline["path"], np.arange(n)):
+        for item in stream_frames(timeline["path"], np.arange(n), colour="yuv"):
             if isinstance(item, DecodeGap):
-                filler = last if last is not None else np.zeros((height, width, 3), np.uint8)
-                for i in range(item.first, item.last + 1):  # keep the length: a gap shows the last frame
-                    chunk.append((filler // 3).astype(np.uint8))
+                filler = dimmed(last) if last is not None else blank_yuv(width, height)
+                for i in range(item.first, item.last + 1):  # keep the length: a gap shows the last frame, dimmed
+                    chunk.append(filler)
                     indices.append(i)
                     if len(chunk) >= chunk_frames:
                         flush()
                 continue
             index, frame = item
             last = frame
-            chunk.append(frame.copy())
+            chunk.append(frame)
             indices.append(index)
             if len(chunk) >= chunk_frames:
                 flush()

@@ -29,8 +29,9 @@ CAPTION = "A man in a red shirt walks past a dog and a bicycle on the street whi
 PARTS = {  # part -> function names (file suffix, name) whose cumulative time it is
     "decode": [("video_reader.py", "read_frames"), ("video_reader.py", "stream")],
     "layout and drawing": [("drawing.py", "render_overlay")],
-    "compositing": [("drawing.py", "composite")],
-    "encode": [("video_writer.py", "write"), ("video_writer.py", "close")],
+    "compositing": [("drawing.py", "composite"), ("yuv_compositing.py", "prepare_overlay"),
+                    ("yuv_compositing.py", "blend_yuv")],
+    "encode": [("video_writer.py", "write"), ("video_writer.py", "write_yuv"), ("video_writer.py", "close")],
 }
 
 

@@ -95,11 +95,11 @@ def run_folder(module, hp, video: Path, batch_size: int, out: Path, timer: Timer
         chunk = records[start:start + batch_size]
         samples = []
         for record in chunk:
-            with timer.part("decode"):
-                span = dataset.decode_frames(record, np.arange(record.clip_start_frame, record.clip_end_frame + 1))
+            positions, caption_positions = evaluation_positions(len(record.frame_indices), hp["num_frames"])
+            with timer.part("decode"):  # as VideoFolderDataset(video_frames=True) decodes a clip
+                grid, span = dataset.decode_span(record, np.arange(record.clip_start_frame, record.clip_end_frame + 1),
+                                                 record.frame_indices[positions] - record.clip_start_frame)
             with timer.part("preprocess"):
-                positions, caption_positions = evaluation_positions(len(record.frame_indices), hp["num_frames"])
-                grid = span[record.frame_indices[positions] - record.clip_start_frame]
                 samples.append(clip_sample(record, grid, positions, caption_positions, hp["global_image_size"],
                                            hp["global_resize"], hp["grounding_image_size"],
                                            hp.get("grounding_resize", "float")))

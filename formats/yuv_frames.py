@@ -36,9 +36,8 @@ def frame_yuv(frame: av.VideoFrame, quarter_turns: int = 0) -> YuvFrame:
     full = frame.format.name.startswith("yuvj") or int(frame.color_range) == FULL_RANGE
     tags = dict(colorspace=int(frame.colorspace), color_range=FULL_RANGE if full else int(frame.color_range),
                 color_primaries=int(frame.color_primaries), color_trc=int(frame.color_trc))
-    if frame.format.name not in _AS_IS[fmt]:
-        converted = frame.reformat(format=fmt, src_color_range=tags["color_range"] or None,
-                                   dst_color_range=tags["color_range"] or None)
+    if frame.format.name not in _AS_IS[fmt]:  # full range stays full: the "j" format says so to the scaler
+        converted = frame.reformat(format=_AS_IS[fmt][1] if full else fmt)
         planes = [p.copy() for p in _planes(converted)]
     else:
         planes = _planes(frame)

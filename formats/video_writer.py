@@ -2,8 +2,6 @@
 (:class:`VideoWriter`), or from an array at once (:func:`write_video`)."""
 from __future__ import annotations
 
-from core.yuv_compositing import YuvFrame
-
 from fractions import Fraction
 from pathlib import Path
 
@@ -81,11 +79,6 @@ class VideoWriter:
             frame.pts = self.count
             self.count += 1
             self.container.mux(self.stream.encode(frame))
-
-    def write_frames(self, frames: "list[YuvFrame]") -> None:
-        """Append :class:`core.yuv_compositing.YuvFrame` frames (:meth:`write_yuv`, one frame at a time)."""
-        for f in frames:
-            self.write_yuv(f.y[None], f.u[None], f.v[None], f.tags)
 
     def close(self) -> Path:
         """Flush the encoder and rename the finished file into place."""

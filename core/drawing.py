@@ -188,23 +188,17 @@ def over(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
     return out
 
 
-def composite(frames: np.ndarray, overlay: np.ndarray, in_place: bool = False) -> np.ndarray:
+def composite(frames: np.ndarray, overlay: np.ndarray) -> np.ndarray:
     """Alpha-blend one RGBA overlay onto ``(N, H, W, 3)`` uint8 frames (all at once).
 
     ``(frame * (255 - a) + colour * a + 127) // 255`` per channel, computed only at the pixels the
     overlay covers (``a > 0``: the caption band, the boxes' outlines and labels, the masks); elsewhere
-    the formula gives the frame itself. The overlay's share of the sum is computed once for all frames.
-    ``in_place``: blend into ``frames`` (a C-contiguous uint8 array) and return it, instead of a copy."""
+    the formula gives the frame itself. The overlay's share of the sum is computed once for all frames."""
     frames = np.asarray(frames)
     count, height, width = frames.shape[:3]
     alpha = overlay[..., 3].reshape(-1)
     covered = np.flatnonzero(alpha)
-    if in_place:
-        if frames.dtype != np.uint8 or not frames.flags.c_contiguous or not frames.flags.writeable:
-            raise ValueError("composite in place needs writable C-contiguous uint8 frames")
-        out = frames
-    else:
-        out = np.array(frames, dtype=np.uint8, copy=True)
+    out = np.array(frames, dtype=np.uint8, copy=True)
     if covered.size == 0:
         return out
     a = alpha[covered].astype(np.uint16)[:, None]

@@ -39,7 +39,7 @@ class SharedFrameVideo:
         self.last = last
         self.encoder = AnnotatedVideoEncoder(out_path, [ClipPrediction(r, None) for r in records], first, width,
                                              height, fps, **encoder_kwargs)
-        self._buffer: list[np.ndarray] = []  # decoded frames from encoder.next_frame on, not drawn yet (H, W, 3)
+        self._buffer: list = []  # decoded frames (YuvFrame, or RGB arrays) from encoder.next_frame on, not drawn yet
         self._buffered = 0
         self.finished = False
 
@@ -47,8 +47,9 @@ class SharedFrameVideo:
     def complete(self) -> bool:
         return bool(self.arrived.all())
 
-    def add(self, key: str, prediction: Mapping[str, Any] | None, first_frame: int, frames: np.ndarray) -> None:
-        """Clip ``key``'s prediction and its decoded source frames from ``first_frame`` on; draws
+    def add(self, key: str, prediction: Mapping[str, Any] | None, first_frame: int, frames: Sequence) -> None:
+        """Clip ``key``'s prediction and its decoded source frames from ``first_frame`` on (YUV frames,
+        :meth:`datamodules.grounded_dataset.GroundedClipDataset.decode_span`, or RGB frames); draws
         every frame whose boxes are now known."""
         clip = self.index[key]
         self.encoder.set_prediction(clip, prediction)

@@ -15,7 +15,7 @@ encoding is :class:`formats.video_writer.VideoWriter`, of the planes as they are
 from __future__ import annotations
 
 from core.drawing import phrase_colours, render_overlay
-from core.yuv_compositing import YuvFrame, blend_yuv, prepare_overlay
+from core.yuv_compositing import YuvFrame, blend_frames
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,13 +138,9 @@ class AnnotatedVideoEncoder:
         for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(slot)]])):
             s = int(slot[lo])
             run = frames[lo:hi]
-            y, u, v = self._planes(run[0], len(run))
-            np.stack([f.y for f in run], out=y)
-            np.stack([f.u for f in run], out=u)
-            np.stack([f.v for f in run], out=v)
-            overlay = self._overlay(int(self.owner[s]), int(self.grid[s]))
-            blend_yuv(y, u, v, prepare_overlay(overlay, run[0].subsampled, run[0].colorspace, run[0].color_range))
-            self.encoder.write_yuv(y, u, v, run[0].tags)
+            planes = blend_frames(run, self._overlay(int(self.owner[s]), int(self.grid[s])),
+                                  out=self._planes(run[0], len(run)))
+            self.encoder.write_yuv(*planes, run[0].tags)
         self.next_frame = stop
 
     def _planes(self, like: YuvFrame, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ FFmpeg's scaler assumes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -119,4 +120,18 @@ def blend_yuv(y: np.ndarray, u: np.ndarray, v: np.ndarray, overlay: YuvOverlay) 
         _blend_plane(plane, overlay.chroma_at, overlay.chroma_weight, paint, overlay.chroma_scale)
 
 
-__all__ = ["YuvFrame", "YuvOverlay", "blend_yuv", "prepare_overlay", "rgb_to_yuv"]
+def blend_frames(frames: Sequence[YuvFrame], overlay: np.ndarray,
+                 out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``(N, ...)`` Y, U, V planes of ``frames`` (one video's: the first one's layout and tags
+    hold for all) with the RGBA ``overlay`` blended in (:func:`blend_yuv`). The planes are copied into
+    ``out`` (planes of at least ``N`` frames, reused by the caller) or new arrays; ``frames`` stay as
+    they are."""
+    first = frames[0]
+    planes = tuple(np.stack([getattr(f, p) for f in frames], out=None if out is None else out[k][:len(frames)])
+                   for k, p in enumerate("yuv"))
+    blend_yuv(*planes, prepare_overlay(overlay, first.subsampled, first.colorspace, first.color_range))
+    return planes
+
+
+__all__ = ["YuvFrame", "YuvOverlay", "blend_frames", "blend_yuv", "prepare_overlay", "rgb_to_yuv"]

@@ -10,7 +10,7 @@ grow with its length; the overlays are :mod:`core.drawing`'s, blended in the vid
 from __future__ import annotations
 
 from core.drawing import PALETTE, render_overlay
-from core.yuv_compositing import FULL_RANGE, YuvFrame, blend_yuv, prepare_overlay
+from core.yuv_compositing import FULL_RANGE, YuvFrame, blend_frames
 
 from dataclasses import replace
 from pathlib import Path
@@ -114,11 +114,7 @@ def render_timeline_video(timeline: Mapping[str, Any], out_path: str | Path, chu
         bounds = [0] + [k for k in range(1, len(keys)) if keys[k] != keys[k - 1]] + [len(keys)]
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             run = chunk[lo:hi]
-            y, u, v = (np.stack([getattr(f, p) for f in run]) for p in "yuv")
-            first = run[0]
-            blend_yuv(y, u, v, prepare_overlay(overlays[keys[lo]], first.subsampled, first.colorspace,
-                                               first.color_range))
-            encoder.write_yuv(y, u, v, first.tags)
+            encoder.write_yuv(*blend_frames(run, overlays[keys[lo]]), run[0].tags)
         for key in [k for k in overlays if k != keys[-1]]:  # the next chunk starts with the last one
             del overlays[key]
         chunk.clear()

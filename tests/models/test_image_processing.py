@@ -62,3 +62,34 @@ def test_chunked_conversion_gives_the_whole_clip_values_bit_for_bit(seed, monkey
                                                      for m in ("squash", "center_crop", "pad", "clip_torch")]
     for a, b in zip(whole, chunked):
         assert a.shape == b.shape and torch.equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_normalising_in_place_gives_the_plain_expressions_values_bit_for_bit(seed):
+    """Each mode against its steps written out plainly: resize, ``(x - mean) / std`` out of place, then
+    (SAM) zero padding; random sizes, portrait and landscape, some already at the target size."""
+    import torch.nn.functional as F
+
+    from models.grove import image_processing as ip
+
+    rng = np.random.default_rng(seed)
+    h, w = (int(v) for v in rng.integers(17, 140, 2))
+    size = int(rng.choice([h, w, int(rng.integers(16, 96))]))
+    frames = rng.integers(0, 256, (int(rng.integers(1, 4)), h, w, 3), dtype=np.uint8)
+    clip_mean, clip_std = (torch.tensor(v).view(1, 3, 1, 1) * 255.0 for v in (ip.CLIP_MEAN, ip.CLIP_STD))
+    sam_mean, sam_std = (torch.tensor(v).view(1, 3, 1, 1) for v in (ip.SAM_MEAN, ip.SAM_STD))
+
+    resized = ip._pil_resize(frames, ip._clip_size(h, w, size), "bicubic")
+    expected = (ip._centre_crop(resized, size).contiguous().float() - clip_mean) / clip_std
+    assert torch.equal(preprocess_global(frames, size, "clip"), expected)
+    x = ip._to_tensor(frames)
+    for mode in ("squash", "center_crop", "pad", "clip_torch"):
+        expected = (ip._global_geometry(x, size, mode) - clip_mean) / clip_std
+        assert torch.equal(preprocess_global(frames, size, mode), expected), mode
+
+    for mode, resize in (("sam", lambda: ip._pil_resize(frames, ip._longest_side_size(h, w, size), "bilinear").float()),
+                         ("float", lambda: ip._resize_longest(x, size))):
+        r = resize()
+        expected = F.pad((r - sam_mean) / sam_std, (0, size - r.shape[-1], 0, size - r.shape[-2]), value=0.0)
+        got = preprocess_grounding(frames, size, mode)
+        assert got.is_contiguous() and torch.equal(got, expected), mode
